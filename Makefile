@@ -1,0 +1,65 @@
+# DirectNVM-rs top-level Makefile.
+#
+#   make deps      install every host package (idempotent; other targets call it when needed)
+#   make kernel    build/reuse the QEMU test kernel (cached outside the checkout)
+#   make / make modules [KDIR=<kernel build dir>] [ARCH=arm64] [LLVM=-19]
+#                  build directnvm.ko and hdu.ko out of tree (default KDIR: the QEMU test kernel)
+#   make guest     cross-build the aarch64 guest programs
+#   make demo      boot the virtual board, load the modules, show what the stack sees
+#   make check     host tests + DT checks + the guest suite in QEMU
+SHELL := /bin/bash
+TOP := $(CURDIR)
+DIRECTNVM_CACHE ?= /var/cache/directnvm
+export DIRECTNVM_CACHE
+ARCH ?= arm64
+LLVM ?= -19
+RUST_LIB_SRC ?= /usr/lib/rustlib/src/rust/library
+export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
+export PATH := $(HOME)/.cargo/bin:$(PATH)
+
+.PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean
+
+all: modules
+
+deps:
+	@bash scripts/deps.sh
+
+kernel: deps
+	@bash scripts/kernel.sh >/dev/null
+
+# KDIR given: build against that tree only. Not given: the cached QEMU test kernel.
+ifeq ($(origin KDIR),undefined)
+modules: kernel
+	@$(MAKE) --no-print-directory modules-build KDIR="$$(bash scripts/kernel.sh 2>/dev/null)"
+else
+modules: modules-build
+endif
+
+.PHONY: modules-build
+modules-build:
+	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) modules
+	@ls -l directnvm_drv/directnvm.ko hdu_drv/hdu.ko
+
+guest: deps
+	@bash qemu/build-guest.sh
+
+initramfs: modules guest
+	@bash qemu/mkinitramfs.sh
+
+test-host: deps
+	cargo test --workspace
+
+dtcheck: deps
+	@bash scripts/dtcheck.sh
+
+test-guest: initramfs
+	@bash qemu/run.sh --suite
+
+demo: initramfs
+	@bash qemu/run.sh --demo
+
+check: test-host dtcheck test-guest
+
+clean:
+	-$(MAKE) -C "$$(bash scripts/kernel.sh 2>/dev/null || echo /nonexistent)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) clean 2>/dev/null
+	rm -rf build target

@@ -1,0 +1,36 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
+/*
+ * C helpers shared by directnvm.ko and hdu.ko for the kernel APIs that the Rust kernel crate of
+ * Linux 7.3 does not expose (reserved memory, pgprot macros, mapping zap). Each function is
+ * called from exactly one Rust wrapper in kshim.rs.
+ */
+#ifndef DIRECTNVM_KSHIM_H
+#define DIRECTNVM_KSHIM_H
+
+#include <linux/types.h>
+
+struct device;
+struct vm_area_struct;
+struct address_space;
+
+/* Result of dnvm_shim_rmem(): the reserved-memory region behind "memory-region" index idx. */
+struct dnvm_shim_rmem {
+	u64 base;
+	u64 size;
+	u32 no_map;
+	u32 reserved;
+};
+
+/* Cache modes of dnvm_shim_vm_iomap(). Keep in sync with kshim.rs `Cache`. */
+#define DNVM_SHIM_MAP_DEVICE	0	/* Device-nGnRE, same type as ioremap(): registers */
+#define DNVM_SHIM_MAP_WC	1	/* Normal non-cacheable: carve-out, matches memremap(WC) */
+#define DNVM_SHIM_MAP_CACHED	2	/* Normal cacheable: only for a coherent engine path */
+
+int dnvm_shim_rmem(struct device *dev, unsigned int idx, struct dnvm_shim_rmem *out);
+int dnvm_shim_vm_iomap(struct vm_area_struct *vma, phys_addr_t phys, unsigned long len,
+		       unsigned int mode);
+void *dnvm_shim_memremap_wc(phys_addr_t phys, size_t size);
+void dnvm_shim_memunmap(void *addr);
+void dnvm_shim_zap_mapping(struct address_space *mapping, u64 start, u64 len);
+
+#endif

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! The one place with `unsafe` in the DirectNVM kernel modules (`directnvm.ko` and `hdu.ko` both
+//! compile this file as their `kshim` module).
+//!
+//! It wraps the C helpers of `kshim.c` (reserved memory, `pgprot_*` + `vm_iomap_memory`,
+//! `memremap`, `unmap_mapping_range`) and the two kernel-crate internals that Linux 7.3 keeps
+//! private (the raw `struct device *` and `vm_pgoff`). Everything it returns is safe to use.
+
+use core::ffi::{c_int, c_uint, c_ulong, c_void};
+use core::ptr::NonNull;
+use kernel::{bindings, device, fs::File, mm::virt::VmaNew, prelude::*};
+
+#[repr(C)]
+struct RawRmem {
+    base: u64,
+    size: u64,
+    no_map: u32,
+    reserved: u32,
+}
+
+extern "C" {
+    // Kernel structs are passed as `c_void` pointers: bindgen's opaque members make the real
+    // types trip `improper_ctypes`, and the C side has the true prototypes (kshim.h).
+    fn dnvm_shim_rmem(dev: *mut c_void, idx: c_uint, out: *mut RawRmem) -> c_int;
+    fn dnvm_shim_vm_iomap(
+        vma: *mut c_void,
+        phys: bindings::phys_addr_t,
+        len: c_ulong,
+        mode: c_uint,
+    ) -> c_int;
+    fn dnvm_shim_memremap_wc(phys: bindings::phys_addr_t, size: usize) -> *mut c_void;
+    fn dnvm_shim_memunmap(addr: *mut c_void);
+    fn dnvm_shim_zap_mapping(mapping: *mut c_void, start: u64, len: u64);
+}
+
+/// Raw `struct device *` of a device. `Device<Ctx>` is `#[repr(transparent)]` over
+/// `Opaque<bindings::device>`, so the cast is a layout identity.
+fn raw_dev<Ctx: device::DeviceContext>(d: &device::Device<Ctx>) -> *mut bindings::device {
+    core::ptr::from_ref(d).cast::<bindings::device>().cast_mut()
+}
+
+/// A physical range this driver owns and may map: a `reg` resource of its own device or its
+/// reserved-memory carve-out. Only built in probe from those sources.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PhysWindow {
+    /// Physical base address.
+    pub(crate) base: u64,
+    /// Size in bytes.
+    pub(crate) size: u64,
+}
+
+/// The reserved-memory region behind a `memory-region` phandle.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Carveout {
+    /// Base and size.
+    pub(crate) window: PhysWindow,
+    /// The node has the `no-map` property (not in the kernel's linear map).
+    pub(crate) no_map: bool,
+}
+
+/// Look up `memory-region` entry `idx` of `dev`.
+pub(crate) fn carveout(dev: &device::Device<device::Bound>, idx: u32) -> Result<Carveout> {
+    let mut raw = RawRmem { base: 0, size: 0, no_map: 0, reserved: 0 };
+    // SAFETY: `raw_dev` gives a valid `struct device *` for the lifetime of `dev`; `raw` is a
+    // valid, writable `struct dnvm_shim_rmem` (same repr(C) layout as kshim.h).
+    let ret = unsafe { dnvm_shim_rmem(raw_dev(dev).cast(), idx, &mut raw) };
+    kernel::error::to_result(ret)?;
+    Ok(Carveout { window: PhysWindow { base: raw.base, size: raw.size }, no_map: raw.no_map != 0 })
+}
+
+/// Memory type of a user mapping (values match `DNVM_SHIM_MAP_*` in kshim.h).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub(crate) enum Cache {
+    /// Device-nGnRE, the type `ioremap` uses: register pages.
+    Device = 0,
+    /// Normal non-cacheable: carve-out regions (memcpy-safe, matches `memremap(WC)`).
+    WriteCombine = 1,
+    /// Normal cacheable: only when the engine path is coherent (`dma-coherent`).
+    Cached = 2,
+}
+
+/// Page offset (`vm_pgoff`) the process asked for.
+pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
+    // SAFETY: `as_ptr` is a valid VMA for the duration of the mmap call; `vm_pgoff` is a plain
+    // field that mmap handlers read.
+    unsafe { (*vma.as_ptr()).vm_pgoff as usize }
+}
+
+/// Map `len` bytes of `win`, starting `vma_pgoff` pages into it, into `vma` with `cache`.
+/// `vm_iomap_memory` refuses sizes or offsets past the end of `win` with EINVAL.
+pub(crate) fn map_phys(vma: &VmaNew, win: PhysWindow, cache: Cache) -> Result {
+    let len: c_ulong = win.size.try_into()?;
+    // SAFETY: `vma` is the VMA under construction in an mmap handler; `win` is device memory or
+    // a no-map carve-out owned by this driver (the only sources of `PhysWindow`), so mapping it
+    // cannot expose kernel RAM.
+    let ret = unsafe { dnvm_shim_vm_iomap(vma.as_ptr().cast(), win.base, len, cache as c_uint) };
+    kernel::error::to_result(ret)
+}
+
+/// A kernel write-combining mapping of part of the carve-out (admin queues, identify page).
+pub(crate) struct WcMap {
+    ptr: NonNull<u8>,
+    size: usize,
+}
+
+// SAFETY: the mapping is plain memory usable from any CPU; accesses go through volatile ops.
+unsafe impl Send for WcMap {}
+// SAFETY: as above; callers serialise logical access with their own locks.
+unsafe impl Sync for WcMap {}
+
+impl WcMap {
+    /// Map `win` (must lie in a no-map carve-out).
+    pub(crate) fn new(win: PhysWindow) -> Result<Self> {
+        let size: usize = win.size.try_into()?;
+        // SAFETY: `win` comes from the carve-out, which is no-map, so memremap(WC) creates the
+        // only kernel alias and it has the same memory type as the user mappings.
+        let p = unsafe { dnvm_shim_memremap_wc(win.base, size) };
+        let ptr = NonNull::new(p.cast::<u8>()).ok_or(ENOMEM)?;
+        Ok(Self { ptr, size })
+    }
+
+    /// Size of the mapping in bytes.
+    pub(crate) fn size(&self) -> usize {
+        self.size
+    }
+
+    fn check(&self, off: usize, len: usize) -> Result {
+        match off.checked_add(len) {
+            Some(end) if end <= self.size => Ok(()),
+            _ => Err(EINVAL),
+        }
+    }
+
+    /// Volatile 32-bit read at byte offset `off` (4-byte aligned).
+    pub(crate) fn read32(&self, off: usize) -> Result<u32> {
+        self.check(off, 4)?;
+        if off % 4 != 0 {
+            return Err(EINVAL);
+        }
+        // SAFETY: in bounds (checked) and aligned; the mapping lives as long as `self`.
+        Ok(unsafe { core::ptr::read_volatile(self.ptr.as_ptr().add(off).cast::<u32>()) })
+    }
+
+    /// Copy `buf.len()` bytes from offset `off` into `buf`.
+    pub(crate) fn read_bytes(&self, off: usize, buf: &mut [u8]) -> Result {
+        self.check(off, buf.len())?;
+        for (i, b) in buf.iter_mut().enumerate() {
+            // SAFETY: in bounds (checked above).
+            *b = unsafe { core::ptr::read_volatile(self.ptr.as_ptr().add(off + i)) };
+        }
+        Ok(())
+    }
+
+    /// Copy `buf` to offset `off`.
+    pub(crate) fn write_bytes(&self, off: usize, buf: &[u8]) -> Result {
+        self.check(off, buf.len())?;
+        for (i, b) in buf.iter().enumerate() {
+            // SAFETY: in bounds (checked above).
+            unsafe { core::ptr::write_volatile(self.ptr.as_ptr().add(off + i), *b) };
+        }
+        Ok(())
+    }
+
+    /// Fill `len` bytes at `off` with zero.
+    pub(crate) fn zero(&self, off: usize, len: usize) -> Result {
+        self.check(off, len)?;
+        for i in 0..len {
+            // SAFETY: in bounds (checked above).
+            unsafe { core::ptr::write_volatile(self.ptr.as_ptr().add(off + i), 0) };
+        }
+        Ok(())
+    }
+}
+
+impl Drop for WcMap {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `dnvm_shim_memremap_wc` and is unmapped exactly once.
+        unsafe { dnvm_shim_memunmap(self.ptr.as_ptr().cast()) };
+    }
+}
+
+/// The address space of an open device file, kept while that file is open so that unbind can
+/// zap its user mappings.
+pub(crate) struct FileMapping(NonNull<bindings::address_space>);
+
+// SAFETY: an address_space pointer may be used from any thread; validity is the owner's rule.
+unsafe impl Send for FileMapping {}
+
+impl FileMapping {
+    /// The address space behind `file`.
+    pub(crate) fn of(file: &File) -> Option<Self> {
+        // SAFETY: `file` is a live file; `f_mapping` is set at open and stays valid while the
+        // file (and so its inode) is alive.
+        let m = unsafe { (*file.as_ptr()).f_mapping };
+        NonNull::new(m).map(Self)
+    }
+
+    /// Remove the user mappings of file bytes `[start, start + len)` (`len` 0: to the end) of
+    /// the file's inode; later accesses fault with SIGBUS.
+    ///
+    /// The owner guarantees the file is still open: it drops the `FileMapping` in `release`
+    /// (or keeps it inside the file's own private data) under the lock it holds here.
+    pub(crate) fn zap(&self, start: u64, len: u64) {
+        // SAFETY: per the owner's rule above the address space is alive.
+        unsafe { dnvm_shim_zap_mapping(self.0.as_ptr().cast(), start, len) };
+    }
+}
+
+// The ioctl structs of the shared ABI cross the user boundary as plain bytes.
+macro_rules! abi_pod {
+    ($($t:ident),* $(,)?) => {$(
+        // SAFETY: the ABI struct is `#[repr(C)]`, made only of integers and integer arrays with
+        // no padding (sizes are asserted in userspace/abi/src/tests.rs and below), and every bit
+        // pattern is a valid value.
+        unsafe impl kernel::transmute::FromBytes for crate::abi::$t {}
+        // SAFETY: as above: no padding, so every byte is initialised.
+        unsafe impl kernel::transmute::AsBytes for crate::abi::$t {}
+    )*};
+}
+abi_pod!(DnvmInfo, DnvmRegion, DnvmLayout, DnvmClaim, DnvmArbitration, DnvmStats, HduInfo, HduStats);
+
+/// Implement `$node::from_registration`, which recovers the pinned `$node` that embeds the misc
+/// registration in field `$field`, as `open` and sysfs callbacks need.
+///
+/// Invariant the caller upholds by construction: every `MiscDeviceRegistration<$file>` is
+/// created as the `$field` of a pinned `$node` (the only place that calls `register`).
+macro_rules! misc_node {
+    ($node:ty, $field:ident, $file:ty) => {
+        impl $node {
+            fn from_registration(
+                reg: &kernel::miscdevice::MiscDeviceRegistration<$file>,
+            ) -> &$node {
+                let p = core::ptr::from_ref(reg).cast_mut();
+                // SAFETY: by the invariant above `reg` is the `$field` of a live `$node`; the
+                // misc core holds `misc_mtx` across `open`, and `misc_deregister` (in the
+                // node's drop) takes it, so the node outlives the returned borrow.
+                unsafe { &*kernel::container_of!(p, $node, $field) }
+            }
+        }
+    };
+}
+pub(crate) use misc_node;

@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# Install every host package DirectNVM-rs needs on a bare Debian bookworm machine.
+# Idempotent, no prompts. Fails with a message naming the missing piece.
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+
+die() { echo "deps: ERROR: $*" >&2; exit 1; }
+log() { echo "deps: $*"; }
+
+STAMP_DIR=${DIRECTNVM_CACHE:-/var/cache/directnvm}
+mkdir -p "$STAMP_DIR"
+SUDO=
+[ "$(id -u)" -eq 0 ] || SUDO=sudo
+
+APT_PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc bison flex cpio kmod libelf-dev
+  libssl-dev rsync device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
+  xz-utils python3-venv file strace)
+
+# The Debian mirror this machine already uses; the backports suites come from the same place.
+mirror_uri() {
+  local f
+  for f in /etc/apt/sources.list.d/debian.sources /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk '/^URIs:/ && $2 !~ /security/ {print $2; exit}' "$f" && return 0
+  done
+  awk '/^deb / && $0 !~ /security/ {print $2; exit}' /etc/apt/sources.list 2>/dev/null
+}
+
+setup_sources() {
+  local src=/etc/apt/sources.list.d/directnvm-backports.sources uri
+  if [ ! -f "$src" ]; then
+    uri=$(mirror_uri)
+    [ -n "$uri" ] || die "cannot find the Debian mirror URI in /etc/apt/sources.list*"
+    log "adding bookworm-backports and trixie-backports from $uri"
+    $SUDO tee "$src" >/dev/null <<SRC
+Types: deb
+URIs: $uri
+Suites: bookworm-backports trixie-backports
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+SRC
+    # Nothing comes from trixie unless asked by exact version.
+    $SUDO tee /etc/apt/preferences.d/directnvm-trixie >/dev/null <<'PIN'
+Package: *
+Pin: release n=trixie-backports
+Pin-Priority: 1
+PIN
+    rm -f "$STAMP_DIR/apt-updated"
+  fi
+  if ! dpkg --print-foreign-architectures | grep -qx arm64; then
+    $SUDO dpkg --add-architecture arm64
+    rm -f "$STAMP_DIR/apt-updated"
+  fi
+  if [ ! -f "$STAMP_DIR/apt-updated" ]; then
+    $SUDO apt-get update -q || die "apt-get update failed"
+    touch "$STAMP_DIR/apt-updated"
+  fi
+}
+
+missing_pkgs() {
+  local p
+  for p in "$@"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || echo "$p"
+  done
+}
+
+install_apt() {
+  local miss
+  miss=$(missing_pkgs "${APT_PKGS[@]}" linux-source-7.3)
+  if [ -n "$miss" ]; then
+    log "installing: $miss"
+    $SUDO apt-get install -y -q --no-install-recommends $miss || die "apt-get install failed for: $miss"
+  fi
+  if ! command -v qemu-system-aarch64 >/dev/null; then
+    log "installing qemu-system-arm from bookworm-backports"
+    $SUDO apt-get install -y -q --no-install-recommends -t bookworm-backports qemu-system-arm \
+      || die "qemu-system-arm from bookworm-backports is not available"
+  fi
+}
+
+# rust-src of exactly the installed rustc version (the kernel build requires a matched pair).
+install_rust_src() {
+  local want have ver
+  want=$(rustc --version | awk '{print $2}')
+  have=$(dpkg-query -W -f='${Version}' rust-src 2>/dev/null || true)
+  if [ -n "$have" ] && [ "${have%%+*}" = "$want" ]; then return 0; fi
+  ver=$(apt-cache madison rust-src | awk -F'|' '{gsub(/ /,"",$2); print $2}' \
+        | while read -r v; do [ "${v%%+*}" = "$want" ] && { echo "$v"; break; }; done)
+  [ -n "$ver" ] || die "no Debian rust-src package matches rustc $want (apt-cache madison rust-src)"
+  log "installing rust-src=$ver (matches rustc $want)"
+  $SUDO apt-get install -y -q --no-install-recommends "rust-src=$ver" || die "cannot install rust-src=$ver"
+}
+
+install_busybox() {
+  local dir=$STAMP_DIR/busybox-arm64
+  if [ ! -x "$dir/bin/busybox" ]; then
+    log "fetching busybox-static:arm64"
+    local tmp; tmp=$(mktemp -d)
+    (cd "$tmp" && apt-get download busybox-static:arm64) || die "cannot download busybox-static:arm64"
+    rm -rf "$dir"; mkdir -p "$dir"
+    dpkg -x "$tmp"/busybox-static_*_arm64.deb "$dir"
+    rm -rf "$tmp"
+    [ -x "$dir/bin/busybox" ] || die "busybox-static:arm64 did not contain bin/busybox"
+  fi
+}
+
+install_bindgen() {
+  if ! command -v bindgen >/dev/null || ! bindgen --version | grep -q ' 0\.72\.'; then
+    log "installing bindgen-cli 0.72 from crates.io"
+    LIBCLANG_PATH=/usr/lib/llvm-19/lib cargo install --locked bindgen-cli --version '^0.72' \
+      || die "cargo install bindgen-cli 0.72 failed"
+  fi
+}
+
+# Cross std for the aarch64 guest: rustup's sysroot must see the same rust-src.
+link_rust_src() {
+  local sysroot; sysroot=$(rustc --print sysroot)
+  if [ ! -e "$sysroot/lib/rustlib/src/rust/library" ]; then
+    mkdir -p "$sysroot/lib/rustlib/src"
+    ln -sfn /usr/lib/rustlib/src/rust "$sysroot/lib/rustlib/src/rust"
+  fi
+  [ -d "$sysroot/lib/rustlib/src/rust/library/std" ] || die "rust-src not visible in $sysroot"
+}
+
+setup_sources
+install_apt
+install_rust_src
+install_busybox
+install_bindgen
+link_rust_src
+log "all dependencies present"
