@@ -120,26 +120,11 @@ impl WcMap {
         Ok(Self { ptr, size })
     }
 
-    /// Size of the mapping in bytes.
-    pub(crate) fn size(&self) -> usize {
-        self.size
-    }
-
     fn check(&self, off: usize, len: usize) -> Result {
         match off.checked_add(len) {
             Some(end) if end <= self.size => Ok(()),
             _ => Err(EINVAL),
         }
-    }
-
-    /// Volatile 32-bit read at byte offset `off` (4-byte aligned).
-    pub(crate) fn read32(&self, off: usize) -> Result<u32> {
-        self.check(off, 4)?;
-        if off % 4 != 0 {
-            return Err(EINVAL);
-        }
-        // SAFETY: in bounds (checked) and aligned; the mapping lives as long as `self`.
-        Ok(unsafe { core::ptr::read_volatile(self.ptr.as_ptr().add(off).cast::<u32>()) })
     }
 
     /// Copy `buf.len()` bytes from offset `off` into `buf`.
@@ -161,16 +146,6 @@ impl WcMap {
         }
         Ok(())
     }
-
-    /// Fill `len` bytes at `off` with zero.
-    pub(crate) fn zero(&self, off: usize, len: usize) -> Result {
-        self.check(off, len)?;
-        for i in 0..len {
-            // SAFETY: in bounds (checked above).
-            unsafe { core::ptr::write_volatile(self.ptr.as_ptr().add(off + i), 0) };
-        }
-        Ok(())
-    }
 }
 
 impl Drop for WcMap {
@@ -186,6 +161,8 @@ pub(crate) struct FileMapping(NonNull<bindings::address_space>);
 
 // SAFETY: an address_space pointer may be used from any thread; validity is the owner's rule.
 unsafe impl Send for FileMapping {}
+// SAFETY: `zap` only calls unmap_mapping_range, which does its own locking.
+unsafe impl Sync for FileMapping {}
 
 impl FileMapping {
     /// The address space behind `file`.

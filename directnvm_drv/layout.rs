@@ -13,16 +13,14 @@ use crate::abi::{
     DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS,
 };
 
-/// Entries of the admin submission and completion queues.
-pub const ADMIN_QUEUE_ENTRIES: u32 = 64;
 /// Pages of the admin region: admin SQ, admin CQ, identify/data page.
 pub const ADMIN_PAGES: u64 = 3;
-/// Byte offset of the admin SQ inside the admin region.
-pub const ADMIN_SQ_OFF: u64 = 0;
-/// Byte offset of the admin CQ inside the admin region.
-pub const ADMIN_CQ_OFF: u64 = 1;
-/// Byte offset (in pages) of the identify page inside the admin region.
-pub const ADMIN_DATA_OFF: u64 = 2;
+/// Page index of the admin SQ inside the admin region.
+pub const ADMIN_SQ_PAGE: u64 = 0;
+/// Page index of the admin CQ inside the admin region.
+pub const ADMIN_CQ_PAGE: u64 = 1;
+/// Page index of the identify/data page inside the admin region.
+pub const ADMIN_DATA_PAGE: u64 = 2;
 
 /// What the device tree asks for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +173,7 @@ impl Layout {
 }
 
 #[cfg(CONFIG_KUNIT = "y")]
-#[kunit_tests(directnvm_layout)]
+#[kernel::prelude::kunit_tests(directnvm_layout)]
 mod tests {
     use super::*;
 

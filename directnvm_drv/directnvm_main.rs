@@ -1,0 +1,499 @@
+// SPDX-License-Identifier: GPL-2.0-only
+//! directnvm.ko: the DirectNVM reserved-memory and queue manager.
+//!
+//! Binds `compatible = "directnvm,engine"`: owns the `no-map` carve-out, partitions it (admin
+//! queues, per-core staging queue, status words and data slice), brings the NVMe controller up
+//! behind the engines and exposes `/dev/directnvm` (ioctl + mmap). The kernel is on the control
+//! path only; I/O is userspace writing staging entries and poking HDU registers.
+
+use kernel::{
+    c_str, device,
+    fs::File,
+    io::{mem::DevresExclusiveIoMem, Io},
+    miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
+    mm::virt::{flags as vmflags, VmaNew},
+    new_mutex, of, platform,
+    prelude::*,
+    sync::{Arc, Mutex},
+    uaccess::{UserPtr, UserSlice},
+};
+
+/// The unsafe shim (shared with hdu.ko, which uses other parts of it).
+#[allow(dead_code)]
+#[path = "kshim.rs"]
+mod kshim;
+
+/// The shared ABI (register offsets, ioctl structs), included from userspace/abi/src/abi.rs.
+#[allow(dead_code, unreachable_pub)]
+mod abi {
+    include!("../userspace/abi/src/abi.rs");
+}
+
+/// Carve-out partitioning (shared with userspace's in-process backend).
+#[allow(dead_code, unreachable_pub)]
+mod layout;
+
+/// NVMe controller bring-up (shared with userspace's in-process backend).
+#[allow(dead_code, unreachable_pub)]
+mod nvme;
+
+use abi::*;
+use kshim::{Cache, FileMapping, PhysWindow, WcMap};
+use layout::{Layout, LayoutParams};
+
+/// Bytes of the controller BAR window the driver touches (registers + admin doorbells).
+const BAR_SIZE: usize = 0x2000;
+
+/// Controller state under the device lock.
+struct CtrlState {
+    ctrl: Option<nvme::Controller>,
+    last_error: Option<nvme::NvmeError>,
+}
+
+/// Mutable device state: claims and controller, one lock (lockdep sees one class).
+struct DevState {
+    /// Owner (file id) of each core.
+    claims: [u64; DNVM_MAX_CORES],
+    next_file: u64,
+    ctrl: CtrlState,
+    stats: DnvmStats,
+}
+
+/// Everything the engine device shares between probe, files and unbind.
+#[pin_data]
+struct Shared {
+    layout: Layout,
+    carve: PhysWindow,
+    cfg: nvme::Config,
+    bar: DevresExclusiveIoMem<BAR_SIZE>,
+    admin: WcMap,
+    #[pin]
+    state: Mutex<DevState>,
+}
+
+/// `NvmeHost` over the BAR window and the admin region.
+struct Host<'a> {
+    sh: &'a Shared,
+}
+
+impl nvme::NvmeHost for Host<'_> {
+    fn rd32(&self, off: usize) -> Result<u32, nvme::NvmeError> {
+        let bar = self.sh.bar.try_access().ok_or(nvme::NvmeError::Bus)?;
+        (&*bar).try_read32(off).map_err(|_| nvme::NvmeError::Bus)
+    }
+    fn wr32(&self, off: usize, val: u32) -> Result<(), nvme::NvmeError> {
+        let bar = self.sh.bar.try_access().ok_or(nvme::NvmeError::Bus)?;
+        (&*bar).try_write32(val, off).map_err(|_| nvme::NvmeError::Bus)
+    }
+    fn mem_read(&self, off: usize, buf: &mut [u8]) -> Result<(), nvme::NvmeError> {
+        self.sh.admin.read_bytes(off, buf).map_err(|_| nvme::NvmeError::Bus)
+    }
+    fn mem_write(&self, off: usize, buf: &[u8]) -> Result<(), nvme::NvmeError> {
+        self.sh.admin.write_bytes(off, buf).map_err(|_| nvme::NvmeError::Bus)
+    }
+    fn mem_bus(&self) -> u64 {
+        self.sh.layout.admin.phys
+    }
+    fn read_barrier(&self) {
+        kernel::sync::barrier::dma_mb(kernel::sync::barrier::Read);
+    }
+    fn sleep_us(&self, us: u32) {
+        kernel::time::delay::fsleep(kernel::time::Delta::from_micros(us as i64));
+    }
+}
+
+fn nvme_errno(e: nvme::NvmeError) -> Error {
+    match e {
+        nvme::NvmeError::NoController => ENODEV,
+        nvme::NvmeError::Bus => ENXIO,
+        nvme::NvmeError::Timeout(_) => ETIMEDOUT,
+        nvme::NvmeError::Fatal | nvme::NvmeError::BadCompletion | nvme::NvmeError::Status { .. } => EIO,
+        nvme::NvmeError::BadLbaFormat | nvme::NvmeError::TooFewQueues(_) | nvme::NvmeError::BadConfig(_) => EINVAL,
+    }
+}
+
+impl Shared {
+    /// (Re)initialise the controller. Caller holds the state lock and has checked claims.
+    fn controller_init(&self, st: &mut DevState) -> Result {
+        st.stats.controller_inits += 1;
+        if let Some(mut c) = st.ctrl.ctrl.take() {
+            st.stats.admin_commands += c.commands;
+            st.stats.admin_errors += c.errors;
+            if let Err(e) = c.shutdown(&Host { sh: self }) {
+                pr_warn!("directnvm: controller shutdown before re-init: {:?}\n", e);
+            }
+        }
+        match nvme::bring_up(&Host { sh: self }, self.cfg) {
+            Ok(c) => {
+                pr_info!(
+                    "directnvm: NVMe {}.{} up: {} LBAs of {} B, {} I/O queue pair(s), {} arbitration\n",
+                    c.vs >> 16,
+                    (c.vs >> 8) & 0xff,
+                    c.capacity_lbas,
+                    c.lba_size,
+                    c.io_queues,
+                    if c.wrr { "weighted round robin" } else { "round robin (CAP.AMS has no WRR)" }
+                );
+                st.ctrl.ctrl = Some(c);
+                st.ctrl.last_error = None;
+                Ok(())
+            }
+            Err(e) => {
+                pr_err!("directnvm: NVMe bring-up failed: {:?}\n", e);
+                st.ctrl.last_error = Some(e);
+                Err(nvme_errno(e))
+            }
+        }
+    }
+
+    fn info(&self, st: &DevState) -> DnvmInfo {
+        let p = &self.layout.params;
+        let mut info = DnvmInfo {
+            abi_version: DNVM_ABI_VERSION,
+            reserved: 0,
+            cores: p.cores,
+            engines: p.engines,
+            staging_entries: p.staging_entries,
+            io_queue_depth: self.cfg.io_queue_depth,
+            lba_size: DNVM_LBA_SIZE,
+            max_transfer: DNVM_REV1_BLOCK_SIZE,
+            capacity_lbas: 0,
+            carveout_phys: self.carve.base,
+            carveout_size: self.carve.size,
+            flags: if p.coherent { DNVM_INFO_COHERENT } else { 0 },
+            nvme_version: 0,
+            serial: [0; 20],
+            model: [0; 40],
+            firmware: [0; 8],
+            arbitration: [0; 4],
+        };
+        if let Some(c) = &st.ctrl.ctrl {
+            info.flags |= DNVM_INFO_READY | if c.wrr { DNVM_INFO_WRR } else { 0 };
+            info.capacity_lbas = c.capacity_lbas;
+            info.lba_size = c.lba_size;
+            info.nvme_version = c.vs;
+            info.serial = c.serial;
+            info.model = c.model;
+            info.firmware = c.firmware;
+            if c.max_transfer != 0 {
+                info.max_transfer = c.max_transfer;
+            } else {
+                info.max_transfer = 1 << 20;
+            }
+            let a = c.arbitration;
+            info.arbitration = [a.burst as u8, a.high as u8, a.medium as u8, a.low as u8];
+        }
+        info
+    }
+}
+
+/// The misc device; lives in the platform driver data.
+#[pin_data]
+struct DevNode {
+    #[pin]
+    reg: MiscDeviceRegistration<DnvmFile>,
+    shared: Arc<Shared>,
+}
+
+kshim::misc_node!(DevNode, reg, DnvmFile);
+
+/// Per-open-file state of /dev/directnvm.
+struct DnvmFile {
+    shared: Arc<Shared>,
+    id: u64,
+    mapping: Option<FileMapping>,
+}
+
+impl Drop for DnvmFile {
+    fn drop(&mut self) {
+        // Last reference to the file (all mappings are gone too): release its claims.
+        let mut st = self.shared.state.lock();
+        for c in st.claims.iter_mut() {
+            if *c == self.id {
+                *c = 0;
+            }
+        }
+    }
+}
+
+fn claimed_mask(st: &DevState) -> u64 {
+    st.claims.iter().enumerate().filter(|(_, &o)| o != 0).fold(0, |m, (i, _)| m | 1 << i)
+}
+
+/// Numbers of the ioctls this device knows (a known number with a wrong size is EINVAL).
+const KNOWN_NRS: core::ops::RangeInclusive<u32> = 0x01..=0x07;
+
+impl DnvmFile {
+    fn claim(&self, core: u32, flags: u32, take: bool) -> Result {
+        if flags != 0 {
+            return Err(EINVAL);
+        }
+        let sh = &self.shared;
+        if core >= sh.layout.params.cores {
+            return Err(EINVAL);
+        }
+        let mut st = sh.state.lock();
+        let owner = st.claims[core as usize];
+        if take {
+            if owner != 0 {
+                return Err(EBUSY);
+            }
+            st.claims[core as usize] = self.id;
+            st.stats.claims += 1;
+        } else {
+            if owner != self.id {
+                return Err(EINVAL);
+            }
+            // The core's pages must not stay mapped in this process once another file can own
+            // them: zap this file's mappings of the core's regions.
+            if let Some(m) = &self.mapping {
+                let r = sh.layout.cores[core as usize];
+                m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
+            }
+            st.claims[core as usize] = 0;
+        }
+        st.stats.claimed_mask = claimed_mask(&st);
+        Ok(())
+    }
+}
+
+#[vtable]
+impl MiscDevice for DnvmFile {
+    type Ptr = KBox<Self>;
+
+    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
+        let shared = DevNode::from_registration(misc).shared.clone();
+        let id = {
+            let mut st = shared.state.lock();
+            st.next_file += 1;
+            st.next_file
+        };
+        Ok(KBox::new(DnvmFile { shared, id, mapping: FileMapping::of(file) }, GFP_KERNEL)?)
+    }
+
+    fn mmap(me: &DnvmFile, _file: &File, vma: &VmaNew) -> Result {
+        let sh = &me.shared;
+        let page = kernel::page::PAGE_SIZE as u64;
+        let offset = (kshim::vma_pgoff(vma) as u64).checked_mul(page).ok_or(EINVAL)?;
+        let len = (vma.end() - vma.start()) as u64;
+        if vma.flags() & vmflags::SHARED == 0 {
+            return Err(EINVAL);
+        }
+        let region = sh.layout.find_user_region(offset, len).ok_or(EINVAL)?;
+        let cache = match region.cache {
+            DNVM_CACHE_WC => Cache::WriteCombine,
+            DNVM_CACHE_CACHED => Cache::Cached,
+            _ => return Err(EACCES),
+        };
+        vma.try_clear_mayexec()?;
+        vma.set_dontcopy();
+        vma.set_dontexpand();
+        let mut st = sh.state.lock();
+        if st.claims[region.core as usize] != me.id {
+            return Err(EACCES);
+        }
+        // vm_pgoff is relative to the carve-out base, which is how the layout reports offsets.
+        kshim::map_phys(vma, sh.carve, cache)?;
+        st.stats.mmaps += 1;
+        Ok(())
+    }
+
+    fn ioctl(me: &DnvmFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+        let sh = &me.shared;
+        let user = UserPtr::from_addr(arg);
+        match cmd {
+            DNVM_IOC_GET_INFO => {
+                let info = sh.info(&sh.state.lock());
+                UserSlice::new(user, core::mem::size_of::<DnvmInfo>()).writer().write(&info)?;
+            }
+            DNVM_IOC_GET_LAYOUT => {
+                let l = sh.layout.to_abi();
+                UserSlice::new(user, core::mem::size_of::<DnvmLayout>()).writer().write(&l)?;
+            }
+            DNVM_IOC_CLAIM | DNVM_IOC_RELEASE => {
+                let c: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>()).reader().read()?;
+                me.claim(c.core, c.flags, cmd == DNVM_IOC_CLAIM)?;
+            }
+            DNVM_IOC_CONTROLLER_INIT => {
+                let mut st = sh.state.lock();
+                if claimed_mask(&st) != 0 {
+                    return Err(EBUSY);
+                }
+                sh.controller_init(&mut st)?;
+            }
+            DNVM_IOC_SET_ARBITRATION => {
+                let a: DnvmArbitration =
+                    UserSlice::new(user, core::mem::size_of::<DnvmArbitration>()).reader().read()?;
+                let mut st = sh.state.lock();
+                let c = st.ctrl.ctrl.as_mut().ok_or(ENODEV)?;
+                if !c.wrr {
+                    return Err(EOPNOTSUPP);
+                }
+                c.set_arbitration(&Host { sh }, a).map_err(nvme_errno)?;
+            }
+            DNVM_IOC_GET_STATS => {
+                let st = sh.state.lock();
+                let mut s = st.stats;
+                if let Some(c) = &st.ctrl.ctrl {
+                    s.admin_commands += c.commands;
+                    s.admin_errors += c.errors;
+                }
+                drop(st);
+                UserSlice::new(user, core::mem::size_of::<DnvmStats>()).writer().write(&s)?;
+            }
+            _ => {
+                let known = dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
+                return Err(if known { EINVAL } else { ENOTTY });
+            }
+        }
+        Ok(0)
+    }
+}
+
+/// Platform driver data.
+#[pin_data]
+struct DnvmData {
+    #[pin]
+    node: DevNode,
+}
+
+struct DnvmDriver;
+
+kernel::of_device_table!(
+    OF_TABLE,
+    <DnvmDriver as platform::Driver>::IdInfo,
+    [(of::DeviceId::new(c_str!("directnvm,engine")), ())]
+);
+
+impl platform::Driver for DnvmDriver {
+    type IdInfo = ();
+    type Data<'bound> = DnvmData;
+    const OF_ID_TABLE: Option<of::IdTable<Self::IdInfo>> = Some(&OF_TABLE);
+
+    fn probe<'bound>(
+        pdev: &'bound platform::Device<device::Core<'_>>,
+        _info: Option<&'bound Self::IdInfo>,
+    ) -> impl PinInit<DnvmData, Error> + 'bound {
+        let shared = probe_shared(pdev);
+        try_pin_init!(DnvmData {
+            node <- try_pin_init!(DevNode {
+                reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c_str!("directnvm") }),
+                shared: shared?,
+            }),
+        })
+    }
+
+    fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&DnvmData>) {
+        let sh = &this.node.shared;
+        let mut st = sh.state.lock();
+        if let Some(mut c) = st.ctrl.ctrl.take() {
+            if let Err(e) = c.shutdown(&Host { sh }) {
+                pr_warn!("directnvm: controller shutdown at unbind: {:?}\n", e);
+            }
+        }
+    }
+}
+
+fn read_u64_pair(dev: &device::Device<device::Bound>, name: &CStr) -> Result<(u64, u64)> {
+    let fw = dev.fwnode().ok_or(ENODEV)?;
+    let v: [u64; 2] = fw.property_read(name).required_by(dev)?;
+    Ok((v[0], v[1]))
+}
+
+fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>> {
+    let dev: &device::Device<device::Bound> = pdev.as_ref();
+    let fw = dev.fwnode().ok_or(ENODEV)?;
+    let cores: u32 = fw.property_read(c_str!("directnvm,cores")).required_by(dev)?;
+    let engines: u32 = fw.property_read(c_str!("directnvm,engines-per-hdu")).or(1);
+    let staging_entries: u32 = fw.property_read(c_str!("directnvm,staging-entries")).or(DNVM_REV1_MAX_NREQS);
+    let io_queue_depth: u32 = fw.property_read(c_str!("directnvm,io-queue-depth")).or(32);
+    let data_size: u32 = fw.property_read(c_str!("directnvm,data-buffer-size")).or(0);
+    let coherent = fw.property_read_bool(c_str!("dma-coherent"));
+    let (qbase, qsize) = read_u64_pair(dev, c_str!("directnvm,queue-window"))?;
+
+    let c = kshim::carveout(dev, 0).inspect_err(|e| dev_err!(dev, "memory-region: {:?}\n", e))?;
+    if !c.no_map {
+        dev_err!(dev, "memory-region must be no-map (a cached linear-map alias would break the engines' view)\n");
+        return Err(EINVAL);
+    }
+    if fw.property_present(c_str!("directnvm,dma-window")) {
+        let (dbase, dsize) = read_u64_pair(dev, c_str!("directnvm,dma-window"))?;
+        let inside = c.window.base >= dbase
+            && c.window.base.checked_add(c.window.size).is_some_and(|e| e <= dbase.saturating_add(dsize));
+        if !inside {
+            dev_err!(dev, "carve-out {:#x}+{:#x} is outside the engines' DMA window {:#x}+{:#x}\n",
+                c.window.base, c.window.size, dbase, dsize);
+            return Err(EINVAL);
+        }
+    }
+    let params = LayoutParams {
+        base: c.window.base,
+        size: c.window.size,
+        page: kernel::page::PAGE_SIZE as u64,
+        cores,
+        engines,
+        staging_entries,
+        data_size: data_size as u64,
+        coherent,
+    };
+    let layout = Layout::compute(params).map_err(|e| {
+        dev_err!(dev, "carve-out {:#x}+{:#x} cannot hold the configuration: {:?}\n", c.window.base, c.window.size, e);
+        EINVAL
+    })?;
+    let admin = WcMap::new(PhysWindow { base: layout.admin.phys, size: layout.admin.size })?;
+    let bar = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_exclusive_sized::<BAR_SIZE>()?.into_devres()?;
+    let page = kernel::page::PAGE_SIZE;
+    let cfg = nvme::Config {
+        cores,
+        engines,
+        io_queue_depth,
+        queue_window_base: qbase,
+        queue_window_size: qsize,
+        admin_sq_off: layout::ADMIN_SQ_PAGE as usize * page,
+        admin_cq_off: layout::ADMIN_CQ_PAGE as usize * page,
+        admin_data_off: layout::ADMIN_DATA_PAGE as usize * page,
+    };
+    let shared = Arc::pin_init(
+        try_pin_init!(Shared {
+            layout,
+            carve: c.window,
+            cfg,
+            bar,
+            admin,
+            state <- new_mutex!(DevState {
+                claims: [0; DNVM_MAX_CORES],
+                next_file: 0,
+                ctrl: CtrlState { ctrl: None, last_error: None },
+                stats: DnvmStats::default(),
+            }),
+        }),
+        GFP_KERNEL,
+    )?;
+    let d = &layout.cores[0];
+    dev_info!(
+        dev,
+        "carve-out {:#x}+{:#x}: {} core(s) x {} engine(s), staging {} entries, data {} KiB/core at {:#x}\n",
+        c.window.base,
+        c.window.size,
+        cores,
+        engines,
+        staging_entries,
+        d.data.size / 1024,
+        d.data.phys
+    );
+    {
+        // A board without a working SSD still gets /dev/directnvm (layout, claims) and can
+        // retry with DNVM_IOC_CONTROLLER_INIT; GET_INFO reports the controller not ready.
+        let mut st = shared.state.lock();
+        let _ = shared.controller_init(&mut st);
+    }
+    Ok(shared)
+}
+
+kernel::module_platform_driver! {
+    type: DnvmDriver,
+    name: "directnvm",
+    authors: ["DirectNVM-rs developers"],
+    description: "DirectNVM reserved-memory and queue manager",
+    license: "GPL",
+}
