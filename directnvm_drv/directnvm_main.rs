@@ -9,7 +9,7 @@
 use kernel::{
     c_str, device,
     fs::File,
-    io::{mem::DevresExclusiveIoMem, Io},
+    io::{mem::DevresIoMem, Io},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::{flags as vmflags, VmaNew},
     new_mutex, of, platform,
@@ -38,7 +38,7 @@ mod layout;
 mod nvme;
 
 use abi::*;
-use kshim::{Cache, FileMapping, PhysWindow, WcMap};
+use kshim::{Cache, FileMapping, PhysClaim, PhysWindow, WcMap};
 use layout::{Layout, LayoutParams};
 
 /// Bytes of the controller BAR window the driver touches (registers + admin doorbells).
@@ -65,8 +65,10 @@ struct Shared {
     layout: Layout,
     carve: PhysWindow,
     cfg: nvme::Config,
-    bar: DevresExclusiveIoMem<BAR_SIZE>,
+    bar: DevresIoMem<BAR_SIZE>,
     admin: WcMap,
+    /// /proc/iomem claims of the BAR window and the carve-out (dropped after the mappings).
+    _claims: [PhysClaim; 2],
     #[pin]
     state: Mutex<DevState>,
 }
@@ -120,7 +122,7 @@ impl Shared {
             st.stats.admin_commands += c.commands;
             st.stats.admin_errors += c.errors;
             if let Err(e) = c.shutdown(&Host { sh: self }) {
-                pr_warn!("directnvm: controller shutdown before re-init: {:?}\n", e);
+                pr_warn!("controller shutdown before re-init: {:?}\n", e);
             }
         }
         match nvme::bring_up(&Host { sh: self }, self.cfg) {
@@ -139,7 +141,7 @@ impl Shared {
                 Ok(())
             }
             Err(e) => {
-                pr_err!("directnvm: NVMe bring-up failed: {:?}\n", e);
+                pr_err!("NVMe bring-up failed: {:?}\n", e);
                 st.ctrl.last_error = Some(e);
                 Err(nvme_errno(e))
             }
@@ -388,7 +390,7 @@ impl platform::Driver for DnvmDriver {
         let mut st = sh.state.lock();
         if let Some(mut c) = st.ctrl.ctrl.take() {
             if let Err(e) = c.shutdown(&Host { sh }) {
-                pr_warn!("directnvm: controller shutdown at unbind: {:?}\n", e);
+                pr_warn!("controller shutdown at unbind: {:?}\n", e);
             }
         }
     }
@@ -440,8 +442,11 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         dev_err!(dev, "carve-out {:#x}+{:#x} cannot hold the configuration: {:?}\n", c.window.base, c.window.size, e);
         EINVAL
     })?;
+    let carve_claim = PhysClaim::new(c.window, c_str!("directnvm-carveout"))?;
+    let res = pdev.resource_by_index(0).ok_or(ENODEV)?;
+    let bar_claim = PhysClaim::new(PhysWindow { base: res.start(), size: res.size() }, c_str!("directnvm-nvme"))?;
     let admin = WcMap::new(PhysWindow { base: layout.admin.phys, size: layout.admin.size })?;
-    let bar = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_exclusive_sized::<BAR_SIZE>()?.into_devres()?;
+    let bar = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<BAR_SIZE>()?.into_devres()?;
     let page = kernel::page::PAGE_SIZE;
     let cfg = nvme::Config {
         cores,
@@ -460,6 +465,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
             cfg,
             bar,
             admin,
+            _claims: [bar_claim, carve_claim],
             state <- new_mutex!(DevState {
                 claims: [0; DNVM_MAX_CORES],
                 next_file: 0,

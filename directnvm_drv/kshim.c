@@ -78,3 +78,21 @@ void dnvm_shim_zap_mapping(struct address_space *mapping, u64 start, u64 len)
 {
 	unmap_mapping_range(mapping, start, len, 1);
 }
+
+/*
+ * Claim [start, start + size) in iomem_resource for this driver. The Rust kernel crate's
+ * ExclusiveIoMem of 7.3 requests the region under the device's own resource but releases it
+ * from iomem_resource, which leaks the claim when the platform resource is not in the tree
+ * (the case for these DT nodes) and makes every re-probe fail with -EBUSY. Request and release
+ * here both use iomem_resource. Returns 0 or -EBUSY.
+ */
+int dnvm_shim_request_mem(u64 start, u64 size, const char *name)
+{
+	return request_mem_region(start, size, name) ? 0 : -EBUSY;
+}
+
+/* Undo dnvm_shim_request_mem(). */
+void dnvm_shim_release_mem(u64 start, u64 size)
+{
+	release_mem_region(start, size);
+}

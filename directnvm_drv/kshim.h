@@ -33,4 +33,7 @@ void *dnvm_shim_memremap_wc(phys_addr_t phys, size_t size);
 void dnvm_shim_memunmap(void *addr);
 void dnvm_shim_zap_mapping(struct address_space *mapping, u64 start, u64 len);
 
+int dnvm_shim_request_mem(u64 start, u64 size, const char *name);
+void dnvm_shim_release_mem(u64 start, u64 size);
+
 #endif

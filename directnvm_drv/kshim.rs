@@ -31,6 +31,8 @@ extern "C" {
     fn dnvm_shim_memremap_wc(phys: bindings::phys_addr_t, size: usize) -> *mut c_void;
     fn dnvm_shim_memunmap(addr: *mut c_void);
     fn dnvm_shim_zap_mapping(mapping: *mut c_void, start: u64, len: u64);
+    fn dnvm_shim_request_mem(start: u64, size: u64, name: *const core::ffi::c_char) -> c_int;
+    fn dnvm_shim_release_mem(start: u64, size: u64);
 }
 
 /// Raw `struct device *` of a device. `Device<Ctx>` is `#[repr(transparent)]` over
@@ -47,6 +49,27 @@ pub(crate) struct PhysWindow {
     pub(crate) base: u64,
     /// Size in bytes.
     pub(crate) size: u64,
+}
+
+/// Exclusive claim of a physical range in `/proc/iomem`, released on drop (see kshim.c for why
+/// the kernel crate's `ExclusiveIoMem` is not used).
+pub(crate) struct PhysClaim(PhysWindow);
+
+impl PhysClaim {
+    /// Claim `win` under `name`; EBUSY if any part of it is claimed already.
+    pub(crate) fn new(win: PhysWindow, name: &'static CStr) -> Result<Self> {
+        // SAFETY: `name` is a 'static NUL-terminated string, as the resource tree keeps it.
+        let ret = unsafe { dnvm_shim_request_mem(win.base, win.size, name.as_char_ptr()) };
+        kernel::error::to_result(ret)?;
+        Ok(Self(win))
+    }
+}
+
+impl Drop for PhysClaim {
+    fn drop(&mut self) {
+        // SAFETY: releases exactly the range this object claimed.
+        unsafe { dnvm_shim_release_mem(self.0.base, self.0.size) };
+    }
 }
 
 /// The reserved-memory region behind a `memory-region` phandle.

@@ -9,7 +9,7 @@
 use kernel::{
     c_str, device,
     fs::File,
-    io::{mem::DevresExclusiveIoMem, Io},
+    io::{mem::DevresIoMem, Io},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::{flags as vmflags, VmaNew},
     new_mutex, of, platform,
@@ -30,7 +30,7 @@ mod abi {
 }
 
 use abi::*;
-use kshim::{Cache, FileMapping, PhysWindow};
+use kshim::{Cache, FileMapping, PhysClaim, PhysWindow};
 
 const USER_SIZE: usize = HDU_USER_REGS_SIZE;
 const PRIV_SIZE: usize = HDU_PRIV_REGS_SIZE;
@@ -68,8 +68,10 @@ struct HduShared {
     user: PhysWindow,
     priv_phys: u64,
     dma: Option<PhysWindow>,
-    regs: DevresExclusiveIoMem<USER_SIZE>,
-    priv_regs: Option<DevresExclusiveIoMem<PRIV_SIZE>>,
+    regs: DevresIoMem<USER_SIZE>,
+    priv_regs: Option<DevresIoMem<PRIV_SIZE>>,
+    /// Claims of the register pages in /proc/iomem (dropped after the mappings above).
+    _claims: KVec<PhysClaim>,
     #[pin]
     state: Mutex<HduState>,
 }
@@ -289,8 +291,10 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
         dev_err!(dev, "user register page must be a 4 KiB aligned page\n");
         return Err(EINVAL);
     }
+    let mut claims = KVec::new();
+    claims.push(PhysClaim::new(user, c_str!("directnvm-hdu"))?, GFP_KERNEL)?;
     let user = PhysWindow { base: user.base, size: DNVM_PAGE_SIZE };
-    let regs = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_exclusive_sized::<USER_SIZE>()?;
+    let regs = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<USER_SIZE>()?;
     let id = (&regs).try_read64(HDU_REG_ID)?;
     let revision = hdu_revision(id);
     let caps = if revision >= HDU_REV2 { HduCaps::from_reg((&regs).try_read64(HDU_REG_CAPS)?) } else { HduCaps::REV1 };
@@ -299,7 +303,8 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     let (priv_phys, priv_regs) = match pdev.resource_by_index(1) {
         Some(r) if revision >= HDU_REV2 => {
             let base = r.start();
-            let p = pdev.io_request_by_index(1).ok_or(ENODEV)?.iomap_exclusive_sized::<PRIV_SIZE>()?;
+            claims.push(PhysClaim::new(PhysWindow { base, size: r.size() }, c_str!("directnvm-hdu-priv"))?, GFP_KERNEL)?;
+            let p = pdev.io_request_by_index(1).ok_or(ENODEV)?.iomap_sized::<PRIV_SIZE>()?;
             (base, Some(p.into_devres()?))
         }
         _ => (0, None),
@@ -328,6 +333,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
             dma,
             regs,
             priv_regs,
+            _claims: claims,
             state <- new_mutex!(HduState::default()),
         }),
         GFP_KERNEL,

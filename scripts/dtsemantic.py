@@ -65,6 +65,8 @@ def main(path):
                 node, depth = fdt.next_node(node, depth)
             except libfdt.FdtException:
                 return out
+            if node < 0:  # some pylibfdt versions return the error instead of raising
+                return out
 
     def region(node):
         """Resolve memory-region to (path, base, size, no-map) or None."""

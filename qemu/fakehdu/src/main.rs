@@ -1,1 +1,124 @@
-fn main(){}
+//! `fake-hdu`: run the fake DirectNVM device against a QEMU guest's shared RAM file.
+//!
+//! ```text
+//! fake-hdu --mem-file /dev/shm/dnvm-ram [--ram-base 0x40000000] [--ram-size 1G]
+//!          [--mem-offset 0] [--dtb board.dtb] [--revision 1|2] [--engines 1|2|4]
+//!          [--disk disk.img] [--disk-size 1G] [--socket /tmp/fake-hdu.sock]
+//!          [--timing wallclock|none|virtual]
+//! ```
+//! Exits cleanly (disk flushed, socket removed, threads joined) on SIGTERM/SIGINT or the
+//! control socket's `shutdown`.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use fakehdu::control::num;
+use fakehdu::socket::ControlSocket;
+use fakehdu::{Board, Config, DiskSource, FakeHdu, MemorySource, TimingMode};
+
+const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-size SIZE] [--mem-offset OFF]
+                [--dtb FILE] [--revision 1|2] [--engines 1|2|4] [--disk IMG] [--disk-size SIZE]
+                [--socket PATH] [--timing wallclock|none|virtual]
+SIZE accepts K/M/G suffixes; numbers may be 0x-hex.";
+
+fn size(s: &str) -> Result<u64, String> {
+    let (n, mul) = match s.char_indices().last() {
+        Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
+        Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
+        Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
+        _ => (s, 1),
+    };
+    num(n)?.checked_mul(mul).ok_or_else(|| format!("size '{s}' overflows"))
+}
+
+fn run() -> Result<(), String> {
+    let mut args = std::env::args().skip(1);
+    let mut mem_file: Option<PathBuf> = None;
+    let mut ram_base = None;
+    let mut ram_size = None;
+    let mut mem_offset = 0;
+    let mut dtb: Option<PathBuf> = None;
+    let mut cfg = Config::in_process(1);
+    cfg.timing = TimingMode::WallClock;
+    cfg.disk_size = 1 << 30;
+    let mut socket: Option<PathBuf> = None;
+    while let Some(a) = args.next() {
+        let mut val = || args.next().ok_or_else(|| format!("{a} needs a value\n{USAGE}"));
+        match a.as_str() {
+            "--mem-file" => mem_file = Some(val()?.into()),
+            "--ram-base" => ram_base = Some(num(&val()?)?),
+            "--ram-size" => ram_size = Some(size(&val()?)?),
+            "--mem-offset" => mem_offset = size(&val()?)?,
+            "--dtb" => dtb = Some(val()?.into()),
+            "--revision" => cfg.revision = num(&val()?)? as u32,
+            "--engines" => cfg.engines = Some(num(&val()?)? as u32),
+            "--disk" => cfg.disk = DiskSource::File(val()?.into()),
+            "--disk-size" => cfg.disk_size = size(&val()?)?,
+            "--socket" => socket = Some(val()?.into()),
+            "--timing" => {
+                cfg.timing = match val()?.as_str() {
+                    "wallclock" => TimingMode::WallClock,
+                    "none" => TimingMode::None,
+                    "virtual" => TimingMode::Virtual,
+                    t => return Err(format!("unknown timing '{t}'")),
+                }
+            }
+            "-h" | "--help" => {
+                println!("{USAGE}");
+                return Ok(());
+            }
+            _ => return Err(format!("unknown argument '{a}'\n{USAGE}")),
+        }
+    }
+    let mut board = match &dtb {
+        Some(p) => Board::from_dtb(&std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?)?,
+        None => Board::qemu_default(),
+    };
+    if let Some(b) = ram_base {
+        board.ram_base = b;
+    }
+    if let Some(s) = ram_size {
+        board.ram_size = s;
+    }
+    cfg.board = board;
+    cfg.memory = MemorySource::File { path: mem_file.ok_or(format!("--mem-file is required\n{USAGE}"))?, offset: mem_offset };
+
+    let stop = Arc::new(AtomicBool::new(false));
+    for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
+        signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
+    }
+    let dev = Arc::new(FakeHdu::start(cfg.clone())?);
+    let ctl = match &socket {
+        Some(p) => Some(ControlSocket::serve(p, dev.clone())?),
+        None => None,
+    };
+    eprintln!(
+        "fake-hdu: rev {} with {} HDU(s), RAM {:#x}+{:#x}, NVMe BAR {:#x}, timing {:?}{}",
+        cfg.revision,
+        cfg.board.hdus.len(),
+        cfg.board.ram_base,
+        cfg.board.ram_size,
+        cfg.board.nvme_bar,
+        cfg.timing,
+        socket.as_ref().map(|p| format!(", socket {}", p.display())).unwrap_or_default()
+    );
+    while !stop.load(Ordering::Relaxed) && !dev.shutdown_requested() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    drop(ctl);
+    match Arc::try_unwrap(dev) {
+        Ok(mut d) => d.stop(),
+        Err(d) => d.device().flush(),
+    }
+    eprintln!("fake-hdu: stopped");
+    Ok(())
+}
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("fake-hdu: {e}");
+        std::process::exit(1);
+    }
+}

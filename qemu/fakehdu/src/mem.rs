@@ -8,7 +8,7 @@ use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemory, GuestMemoryMmap};
+use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
 /// A guest access outside RAM or misaligned for an atomic access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

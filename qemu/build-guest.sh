@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Cross-build the guest programs (static aarch64) with a std built from Debian's rust-src.
+# Output: target/aarch64-unknown-linux-gnu/release/<bin>
+set -euo pipefail
+. "$(dirname "$0")/../scripts/env.sh"
+cd "$TOP"
+GUEST_PKGS=(-p dnvm-guest-tests)
+# Further guest binaries (nvmedl, nvmedl-bench, the C example) are added here as they land.
+export RUSTC_BOOTSTRAP=1
+cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_abort \
+  "${GUEST_PKGS[@]}" >&2
+echo "$TOP/target/aarch64-unknown-linux-gnu/release"

@@ -1,0 +1,477 @@
+//! The HDU (hardware dispatch unit): the register page software writes, the batch state
+//! machine behind START/DONE, and (rev 2) the privileged page, status words and urgency
+//! routing. The registers live in guest memory; the model polls START and CTRL.
+
+pub mod engine;
+pub mod fetch;
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use directnvm_abi::*;
+
+use crate::faults::Faults;
+use crate::mem::GuestMem;
+use crate::stats::HduStats;
+use engine::Engine;
+
+/// How long a rev 2 reset waits for commands already at the SSD before forgetting them.
+const RESET_DRAIN: Duration = Duration::from_secs(1);
+
+/// Batch in progress.
+#[derive(Debug)]
+struct Batch {
+    nreqs: u32,
+    reqbuf: u64,
+    statusbuf: u64,
+    fetched: u32,
+    completed: u32,
+    /// Rev 1: dispatch FIFO between fetch and SQM.
+    fifo: VecDeque<DnvmEntry>,
+    /// Rev 1: entries written to the SQ so far.
+    pushed: u32,
+    /// Rev 1: entries of the current sub-batch.
+    outstanding: u32,
+    /// Rev 1: completions seen of the current sub-batch.
+    seen: u32,
+    /// Rev 1: sub-batch submitted, waiting for its completions.
+    waiting: bool,
+    /// Rev 2: DMA window latched at START.
+    window: (u64, u64),
+}
+
+#[derive(Debug)]
+enum State {
+    Idle,
+    Busy(Batch),
+    /// The batch finished but the stuck fault holds DONE back.
+    Stuck,
+    /// Rev 2 reset: waiting for in-flight commands to drain.
+    Resetting { batch: Option<Batch>, qreset: bool, since: Instant },
+}
+
+/// One HDU with its engines.
+pub struct Hdu {
+    /// Instance index.
+    pub index: usize,
+    rev: u32,
+    user: u64,
+    privileged: Option<u64>,
+    caps: HduCaps,
+    engines: Vec<Engine>,
+    state: State,
+    done: bool,
+    errors: u64,
+    pstatus: u64,
+    /// Counters.
+    pub stats: HduStats,
+}
+
+impl Hdu {
+    /// An HDU at `user` (and `privileged`) driving `engines`.
+    pub fn new(index: usize, rev: u32, user: u64, privileged: Option<u64>, caps: HduCaps, engines: Vec<Engine>) -> Self {
+        Self { index, rev, user, privileged, caps, engines, state: State::Idle, done: false, errors: 0, pstatus: 0, stats: HduStats::default() }
+    }
+
+    /// The capabilities (rev 2 CAPS register; rev 1 synthesis constants).
+    pub fn caps(&self) -> HduCaps {
+        self.caps
+    }
+
+    /// The engines.
+    pub fn engines(&self) -> &[Engine] {
+        &self.engines
+    }
+
+    /// True while a batch runs (or is stuck or resetting).
+    pub fn busy(&self) -> bool {
+        !matches!(self.state, State::Idle)
+    }
+
+    fn busy_bit(&self) -> bool {
+        matches!(self.state, State::Busy(_) | State::Stuck)
+    }
+
+    fn done_reg(&self) -> u64 {
+        let mut v = if self.done { HDU_DONE_BIT } else { 0 };
+        if self.rev >= HDU_REV2 && self.busy_bit() {
+            v |= HDU_BUSY_BIT;
+        }
+        v
+    }
+
+    fn reg(&self, off: usize) -> u64 {
+        self.user + off as u64
+    }
+
+    /// Write the device-owned registers (DONE, and ID/CAPS/ERRORS or the rev 1 zeros) if the
+    /// guest or a state change made them differ.
+    fn assert_registers(&self, mem: &GuestMem) {
+        let want = |off: usize, v: u64| {
+            if mem.load64(self.reg(off)).ok() != Some(v) {
+                let _ = mem.store64(self.reg(off), v);
+            }
+        };
+        want(HDU_REG_DONE, self.done_reg());
+        if self.rev >= HDU_REV2 {
+            want(HDU_REG_ID, hdu_id(self.rev));
+            want(HDU_REG_CAPS, self.caps.to_reg());
+            want(HDU_REG_ERRORS, self.errors);
+            if let Some(p) = self.privileged {
+                if mem.load64(p + HDU_PRIV_STATUS as u64).ok() != Some(self.pstatus) {
+                    let _ = mem.store64(p + HDU_PRIV_STATUS as u64, self.pstatus);
+                }
+            }
+        } else {
+            want(HDU_REG_ID, 0);
+            want(HDU_REG_CAPS, 0);
+            want(HDU_REG_ERRORS, 0);
+        }
+    }
+
+    /// One polling pass; true if anything happened.
+    pub fn step(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
+        let mut progress = false;
+        if self.rev >= HDU_REV2 {
+            progress |= self.poll_ctrl(mem);
+        }
+        progress |= self.poll_start(mem, faults);
+        progress |= match self.state {
+            State::Busy(_) if self.rev >= HDU_REV2 => self.step_rev2(mem, faults),
+            State::Busy(_) => self.step_rev1(mem, faults),
+            State::Stuck if !faults.is_stuck(self.index) => {
+                self.finish();
+                true
+            }
+            State::Resetting { .. } => self.step_reset(mem),
+            _ => false,
+        };
+        self.assert_registers(mem);
+        progress
+    }
+
+    fn poll_start(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
+        let Ok(start) = mem.load64(self.reg(HDU_REG_START)) else { return false };
+        if start == 0 {
+            return false;
+        }
+        if start & HDU_START_GO == 0 {
+            let _ = mem.store64(self.reg(HDU_REG_START), 0);
+            return true;
+        }
+        if self.busy() || faults.take_drop_start(self.index) {
+            self.stats.dropped_starts += 1;
+        } else {
+            self.accept(mem);
+            // DONE is cleared before START reads 0, so software that waits for START == 0
+            // never sees the previous batch's DONE.
+            self.assert_registers(mem);
+        }
+        let _ = mem.store64(self.reg(HDU_REG_START), 0);
+        true
+    }
+
+    fn accept(&mut self, mem: &GuestMem) {
+        self.stats.starts += 1;
+        self.done = false;
+        let nreqs = mem.load64(self.reg(HDU_REG_NREQS)).unwrap_or(0) as u32;
+        let reqbuf = mem.load64(self.reg(HDU_REG_REQBUF)).unwrap_or(0);
+        let mut b = Batch {
+            nreqs,
+            reqbuf,
+            statusbuf: 0,
+            fetched: 0,
+            completed: 0,
+            fifo: VecDeque::new(),
+            pushed: 0,
+            outstanding: 0,
+            seen: 0,
+            waiting: false,
+            window: (0, u64::MAX),
+        };
+        if self.rev >= HDU_REV2 {
+            b.statusbuf = mem.load64(self.reg(HDU_REG_STATUSBUF)).unwrap_or(0);
+            if let Some(p) = self.privileged {
+                b.window = (
+                    mem.load64(p + HDU_PRIV_DMA_BASE as u64).unwrap_or(0),
+                    mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap_or(0),
+                );
+            }
+            if let Err(window) = self.check_batch(mem, &b) {
+                self.errors += 1;
+                self.stats.errors += 1;
+                self.pstatus |= HDU_PSTATUS_BAD_BATCH;
+                if window {
+                    self.pstatus |= HDU_PSTATUS_WINDOW_FAULT;
+                    self.stats.window_faults += 1;
+                }
+                self.finish();
+                return;
+            }
+        }
+        self.state = State::Busy(b);
+    }
+
+    /// Rev 2 whole-batch checks; `Err(true)` for a window violation.
+    fn check_batch(&self, mem: &GuestMem, b: &Batch) -> Result<(), bool> {
+        if b.nreqs > self.caps.max_nreqs {
+            return Err(false);
+        }
+        if b.nreqs == 0 {
+            return Ok(());
+        }
+        let staging = u64::from(b.nreqs) * DNVM_ENTRY_SIZE as u64;
+        if b.reqbuf % 8 != 0 || (b.statusbuf != 0 && b.statusbuf % 4 != 0) {
+            return Err(false);
+        }
+        if !in_window(b.window, b.reqbuf, staging) || !mem.contains(b.reqbuf, staging) {
+            return Err(true);
+        }
+        let status = u64::from(b.nreqs) * 4;
+        if b.statusbuf != 0 && (!in_window(b.window, b.statusbuf, status) || !mem.contains(b.statusbuf, status)) {
+            return Err(true);
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self) {
+        self.done = true;
+        self.stats.batches += 1;
+        self.state = State::Idle;
+    }
+
+    fn end_batch(&mut self, faults: &Faults) {
+        if faults.is_stuck(self.index) {
+            self.state = State::Stuck;
+        } else {
+            self.finish();
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Rev 1: batch-synchronous, sub-batches of <= 31, exactly like the RTL's SQM/CQM.
+    // ------------------------------------------------------------------------------------
+
+    fn step_rev1(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
+        let State::Busy(mut b) = std::mem::replace(&mut self.state, State::Idle) else { return false };
+        let mut progress = false;
+        let mut finished = false;
+        loop {
+            if !b.waiting {
+                while b.outstanding < DNVM_REV1_SUBBATCH && b.pushed < b.nreqs {
+                    if b.fifo.is_empty() {
+                        self.fetch_rev1(mem, &mut b);
+                    }
+                    let Some(e) = b.fifo.pop_front() else { break };
+                    self.engines[0].push_rev1(mem, &e);
+                    b.outstanding += 1;
+                    b.pushed += 1;
+                    progress = true;
+                }
+                if b.outstanding == DNVM_REV1_SUBBATCH || b.pushed == b.nreqs {
+                    self.engines[0].ring_sq(mem);
+                    self.stats.sq_doorbells += 1;
+                    b.waiting = true;
+                    b.seen = 0;
+                    progress = true;
+                } else {
+                    break;
+                }
+            }
+            while b.seen < b.outstanding && self.engines[0].pop_cqe(mem).is_some() {
+                // The RTL counts completions by phase only: CID and status are ignored.
+                b.seen += 1;
+                progress = true;
+            }
+            if b.seen < b.outstanding {
+                break;
+            }
+            self.engines[0].ring_cq(mem);
+            self.stats.cq_doorbells += 1;
+            self.stats.entries += u64::from(b.outstanding);
+            b.completed += b.outstanding;
+            b.outstanding = 0;
+            b.waiting = false;
+            progress = true;
+            if b.pushed == b.nreqs {
+                finished = true;
+                break;
+            }
+        }
+        if finished {
+            self.end_batch(faults);
+        } else {
+            self.state = State::Busy(b);
+        }
+        progress
+    }
+
+    fn fetch_rev1(&mut self, mem: &GuestMem, b: &mut Batch) {
+        // The fetch engine refills while the FIFO holds <= 32 entries (prog_empty).
+        while b.fetched < b.nreqs && b.fifo.len() <= 32 {
+            let n = fetch::REV1_BURST_ENTRIES.min(b.nreqs - b.fetched);
+            let addr = b.reqbuf.wrapping_add(u64::from(b.fetched) * DNVM_ENTRY_SIZE as u64);
+            let burst = fetch::rev1_burst(mem, addr, n);
+            if burst.crossed {
+                self.stats.protocol_violations += 1;
+            }
+            self.stats.fetch_errors += u64::from(burst.bad_beats);
+            b.fifo.extend(burst.entries);
+            b.fetched += n;
+        }
+    }
+
+    // ------------------------------------------------------------------------------------
+    // Rev 2: pipelined engines, urgency routing, status words, DMA window.
+    // ------------------------------------------------------------------------------------
+
+    fn step_rev2(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
+        let State::Busy(mut b) = std::mem::replace(&mut self.state, State::Idle) else { return false };
+        let mut progress = false;
+        let dispatch = self.caps.dispatch_depth as usize;
+        while b.fetched < b.nreqs && self.engines.iter().map(|e| e.pending.len()).sum::<usize>() < dispatch {
+            let idx = b.fetched;
+            b.fetched += 1;
+            progress = true;
+            match fetch::rev2_entry(mem, b.reqbuf, idx) {
+                None => self.complete_entry(mem, &mut b, idx, dnvm_status(0, DNVM_HDU_ERR_INVALID)),
+                Some(e) => match self.route(&b, &e, faults) {
+                    Ok(engine) => self.engines[engine].pending.push_back((idx, e)),
+                    Err(err) => self.complete_entry(mem, &mut b, idx, dnvm_status(0, err)),
+                },
+            }
+        }
+        for i in 0..self.engines.len() {
+            let mut consumed = false;
+            while let Some(cqe) = self.engines[i].pop_cqe(mem) {
+                consumed = true;
+                if let Some(idx) = self.engines[i].complete_rev2(&cqe) {
+                    self.complete_entry(mem, &mut b, idx, dnvm_status(cqe.status, DNVM_HDU_ERR_NONE));
+                }
+            }
+            if consumed {
+                self.engines[i].ring_cq(mem);
+                self.stats.cq_doorbells += 1;
+                progress = true;
+            }
+            if self.engines[i].submit_rev2(mem) > 0 {
+                self.engines[i].ring_sq(mem);
+                self.stats.sq_doorbells += 1;
+                progress = true;
+            }
+        }
+        if b.fetched == b.nreqs && b.completed == b.nreqs {
+            self.end_batch(faults);
+        } else {
+            self.state = State::Busy(b);
+        }
+        progress
+    }
+
+    /// Check an entry and pick its engine, or the HDU error code.
+    fn route(&mut self, b: &Batch, e: &DnvmEntry, faults: &mut Faults) -> Result<usize, u32> {
+        if e.op > DNVM_OP_FLUSH {
+            return Err(DNVM_HDU_ERR_INVALID);
+        }
+        if e.op != DNVM_OP_FLUSH {
+            let bytes = if e.block_size == 0 { 4096 } else { u64::from(e.block_size) };
+            let max = u64::from(self.caps.max_xfer_pages) * 4096;
+            if bytes % 4096 != 0 || bytes > max || e.data_addr % 4096 != 0 {
+                return Err(DNVM_HDU_ERR_INVALID);
+            }
+            if faults.take_window(self.index) || !in_window(b.window, e.data_addr, bytes) {
+                self.pstatus |= HDU_PSTATUS_WINDOW_FAULT;
+                self.stats.window_faults += 1;
+                return Err(DNVM_HDU_ERR_WINDOW);
+            }
+        }
+        Ok(dnvm_engine_for_urgency(e.urgency, self.engines.len() as u32) as usize)
+    }
+
+    fn complete_entry(&mut self, mem: &GuestMem, b: &mut Batch, idx: u32, word: u32) {
+        if b.statusbuf != 0 {
+            let _ = mem.store32(b.statusbuf + 4 * u64::from(idx), word);
+        }
+        if word != DNVM_STATUS_DONE {
+            self.errors += 1;
+            self.stats.errors += 1;
+        }
+        if dnvm_status_hdu(word) == DNVM_HDU_ERR_ABORTED {
+            self.stats.aborted += 1;
+        }
+        self.stats.entries += 1;
+        b.completed += 1;
+    }
+
+    fn poll_ctrl(&mut self, mem: &GuestMem) -> bool {
+        let Some(p) = self.privileged else { return false };
+        let Ok(ctrl) = mem.load64(p + HDU_PRIV_CTRL as u64) else { return false };
+        if ctrl & HDU_CTRL_RESET == 0 || matches!(self.state, State::Resetting { .. }) {
+            return false;
+        }
+        let batch = match std::mem::replace(&mut self.state, State::Idle) {
+            State::Busy(b) => Some(b),
+            _ => None,
+        };
+        self.pstatus |= HDU_PSTATUS_RESETTING;
+        self.done = false;
+        self.state = State::Resetting { batch, qreset: ctrl & HDU_CTRL_QRESET != 0, since: Instant::now() };
+        true
+    }
+
+    fn step_reset(&mut self, mem: &GuestMem) -> bool {
+        let State::Resetting { mut batch, qreset, since } = std::mem::replace(&mut self.state, State::Idle) else {
+            return false;
+        };
+        let aborted = dnvm_status(0, DNVM_HDU_ERR_ABORTED);
+        if let Some(b) = batch.as_mut() {
+            // Entries not yet at the SSD are aborted now; unfetched ones too.
+            let pending: Vec<u32> = self.engines.iter_mut().flat_map(|e| e.pending.drain(..).map(|(i, _)| i)).collect();
+            for idx in pending {
+                self.complete_entry(mem, b, idx, aborted);
+            }
+            while b.fetched < b.nreqs {
+                let idx = b.fetched;
+                b.fetched += 1;
+                self.complete_entry(mem, b, idx, aborted);
+            }
+            // Commands at the SSD: wait for their CQEs, report them aborted.
+            for i in 0..self.engines.len() {
+                let mut consumed = false;
+                while let Some(cqe) = self.engines[i].pop_cqe(mem) {
+                    consumed = true;
+                    if let Some(idx) = self.engines[i].complete_rev2(&cqe) {
+                        self.complete_entry(mem, b, idx, aborted);
+                    }
+                }
+                if consumed {
+                    self.engines[i].ring_cq(mem);
+                    self.stats.cq_doorbells += 1;
+                }
+            }
+        }
+        let in_flight: usize = self.engines.iter().map(|e| e.in_flight()).sum();
+        if in_flight > 0 && since.elapsed() < RESET_DRAIN {
+            self.state = State::Resetting { batch, qreset, since };
+            return false;
+        }
+        for e in self.engines.iter_mut() {
+            e.forget();
+            if qreset {
+                e.reset_queues(mem);
+            }
+        }
+        self.done = false;
+        self.errors = 0;
+        self.pstatus = 0;
+        self.stats.resets += 1;
+        if let Some(p) = self.privileged {
+            let _ = mem.store64(p + HDU_PRIV_CTRL as u64, 0);
+        }
+        true
+    }
+}
+
+fn in_window(w: (u64, u64), addr: u64, len: u64) -> bool {
+    addr >= w.0 && addr.checked_add(len).is_some_and(|end| end <= w.1)
+}

@@ -1,0 +1,11 @@
+//! NVMe 1.3 controller model (registers, admin and NVM command sets, arbitration).
+
+pub mod admin;
+pub mod arbiter;
+pub mod controller;
+pub mod identify;
+pub mod io;
+pub mod prp;
+pub mod spec;
+
+pub use controller::{Controller, NvmeConfig};

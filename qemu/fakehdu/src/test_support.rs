@@ -1,0 +1,271 @@
+//! Host-side helpers for in-process tests: a minimal NVMe host driver that does the admin
+//! bring-up the kernel's directnvm_drv does on the board (reset, admin queues, identify,
+//! number of queues, arbitration, one I/O queue pair per engine at the queue-window addresses),
+//! plus HDU helpers (program a rev 2 DMA window, write staging entries, run a batch).
+//!
+//! This is test support, not a driver: it uses the first 64 KiB of the carve-out for the admin
+//! queues and identify buffer (the region the kernel layout reserves for admin use).
+
+use std::time::{Duration, Instant};
+
+use directnvm_abi::*;
+
+use crate::board::Board;
+use crate::mem::GuestMem;
+use crate::nvme::spec::{self, admin, cq_doorbell, feat, sq_doorbell, Cqe, Sqe};
+
+/// Admin queue entries used by the bring-up.
+const ADMIN_DEPTH: u32 = 32;
+
+/// Bring-up parameters.
+#[derive(Clone, Debug)]
+pub struct BringUp {
+    /// Enable WRR with urgent class (CC.AMS = 001b).
+    pub wrr: bool,
+    /// Arbitration feature value (AB | LPW << 8 | MPW << 16 | HPW << 24); `None` leaves it.
+    pub arbitration: Option<u32>,
+    /// Engines per HDU (I/O queue pairs per HDU).
+    pub engines: u32,
+    /// Number of HDUs whose queues to create.
+    pub hdus: u32,
+    /// Entries of each I/O queue.
+    pub depth: u32,
+}
+
+impl BringUp {
+    /// The queues a board needs, with WRR enabled.
+    pub fn for_board(board: &Board) -> Self {
+        Self {
+            wrr: true,
+            arbitration: None,
+            engines: board.engines_per_hdu,
+            hdus: board.hdus.len() as u32,
+            depth: board.io_queue_depth,
+        }
+    }
+}
+
+/// What Identify reported.
+#[derive(Clone, Debug)]
+pub struct Identified {
+    /// Model number (trimmed).
+    pub model: String,
+    /// Serial number (trimmed).
+    pub serial: String,
+    /// MDTS.
+    pub mdts: u8,
+    /// Namespace size in LBAs.
+    pub nsze: u64,
+    /// LBA data size (log2).
+    pub lbads: u8,
+    /// Number of queues granted (0-based NSQA, NCQA).
+    pub queues: (u16, u16),
+}
+
+/// A minimal polled NVMe host on the admin queue.
+pub struct HostNvme<'p> {
+    mem: GuestMem,
+    bar: u64,
+    asq: u64,
+    acq: u64,
+    buf: u64,
+    sq_tail: u32,
+    cq_head: u32,
+    phase: bool,
+    cid: u16,
+    timeout: Duration,
+    pump: &'p mut dyn FnMut(),
+}
+
+impl<'p> HostNvme<'p> {
+    /// A host for the controller of `board`; `pump` is called while waiting (step the device,
+    /// or sleep when a polling thread runs it).
+    pub fn new(mem: &GuestMem, board: &Board, pump: &'p mut dyn FnMut()) -> Self {
+        let c = board.carveout;
+        Self {
+            mem: mem.clone(),
+            bar: board.nvme_bar,
+            asq: c,
+            acq: c + 0x4000,
+            buf: c + 0x8000,
+            sq_tail: 0,
+            cq_head: 0,
+            phase: true,
+            cid: 0,
+            timeout: Duration::from_secs(10),
+            pump,
+        }
+    }
+
+    fn wait(&mut self, what: &str, mut f: impl FnMut(&GuestMem) -> bool) -> Result<(), String> {
+        let t0 = Instant::now();
+        while !f(&self.mem) {
+            if t0.elapsed() > self.timeout {
+                return Err(format!("timeout waiting for {what}"));
+            }
+            (self.pump)();
+        }
+        Ok(())
+    }
+
+    fn reg32(&self, off: u64) -> u32 {
+        self.mem.load32(self.bar + off).unwrap_or(0)
+    }
+
+    /// Disable, program the admin queues, enable with `wrr`, wait for RDY.
+    pub fn enable(&mut self, wrr: bool) -> Result<(), String> {
+        let m = &self.mem;
+        m.store32(self.bar + spec::REG_CC, 0).map_err(|e| e.to_string())?;
+        let bar = self.bar;
+        self.wait("CSTS.RDY = 0", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(1) & spec::CSTS_RDY == 0)?;
+        let m = &self.mem;
+        m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(|e| e.to_string())?;
+        m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(|e| e.to_string())?;
+        m.store32(self.bar + spec::REG_AQA, (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(|e| e.to_string())?;
+        m.store64(self.bar + spec::REG_ASQ, self.asq).map_err(|e| e.to_string())?;
+        m.store64(self.bar + spec::REG_ACQ, self.acq).map_err(|e| e.to_string())?;
+        let cc = spec::CC_EN | (6 << 16) | (4 << 20) | if wrr { spec::CC_AMS_WRR << 11 } else { 0 };
+        m.store32(self.bar + spec::REG_CC, cc).map_err(|e| e.to_string())?;
+        self.sq_tail = 0;
+        self.cq_head = 0;
+        self.phase = true;
+        self.wait("CSTS.RDY = 1", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
+        if self.reg32(spec::REG_CSTS) & spec::CSTS_CFS != 0 {
+            return Err("controller fatal status after enable".into());
+        }
+        Ok(())
+    }
+
+    /// Submit one admin command and wait for its completion.
+    pub fn admin(&mut self, mut sqe: Sqe) -> Result<Cqe, String> {
+        self.cid = self.cid.wrapping_add(1);
+        sqe.cid = self.cid;
+        let m = self.mem.clone();
+        m.write(self.asq + u64::from(self.sq_tail) * 64, &sqe.to_bytes()).map_err(|e| e.to_string())?;
+        self.sq_tail = (self.sq_tail + 1) % ADMIN_DEPTH;
+        m.store32(sq_doorbell(self.bar, 0), self.sq_tail).map_err(|e| e.to_string())?;
+        let addr = self.acq + u64::from(self.cq_head) * 16;
+        let phase = self.phase;
+        self.wait("admin completion", |m| m.load32(addr + 12).map(|d| (d >> 16) & 1 == 1) == Ok(phase))?;
+        let mut b = [0u8; 16];
+        m.read(addr, &mut b).map_err(|e| e.to_string())?;
+        let (cqe, _) = Cqe::decode(&b);
+        self.cq_head += 1;
+        if self.cq_head == ADMIN_DEPTH {
+            self.cq_head = 0;
+            self.phase = !self.phase;
+        }
+        m.store32(cq_doorbell(self.bar, 0), self.cq_head).map_err(|e| e.to_string())?;
+        Ok(cqe)
+    }
+
+    /// Admin command that must succeed.
+    pub fn admin_ok(&mut self, sqe: Sqe) -> Result<Cqe, String> {
+        let op = sqe.opcode;
+        let c = self.admin(sqe)?;
+        if c.status != 0 {
+            return Err(format!("admin opcode {op:#x} failed with status {:#x}", c.status));
+        }
+        Ok(c)
+    }
+
+    /// Guest address of the 4 KiB identify/scratch buffer.
+    pub fn buffer(&self) -> u64 {
+        self.buf
+    }
+
+    /// Identify controller and namespace 1.
+    pub fn identify(&mut self) -> Result<Identified, String> {
+        let mut b = [0u8; 4096];
+        self.admin_ok(Sqe { opcode: admin::IDENTIFY, prp1: self.buf, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() })?;
+        self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
+        let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).trim().to_string();
+        let (model, serial, mdts) = (s(24..64), s(4..24), b[77]);
+        self.admin_ok(Sqe { opcode: admin::IDENTIFY, nsid: 1, prp1: self.buf, ..Default::default() })?;
+        self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
+        let nsze = u64::from_le_bytes(b[0..8].try_into().map_err(|_| "short identify")?);
+        Ok(Identified { model, serial, mdts, nsze, lbads: b[130], queues: (0, 0) })
+    }
+
+    /// Create I/O CQ + SQ `qid` of `depth` entries at `sq`/`cq` with `qprio`.
+    pub fn create_queue_pair(&mut self, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> Result<(), String> {
+        self.mem.fill(cq, u64::from(depth) * 16, 0).map_err(|e| e.to_string())?;
+        let q = u32::from(qid) | ((depth - 1) << 16);
+        self.admin_ok(Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q, 1, 0, 0, 0, 0], ..Default::default() })?;
+        let cdw11 = 1 | ((qprio & 3) << 1) | (u32::from(qid) << 16);
+        self.admin_ok(Sqe { opcode: admin::CREATE_SQ, prp1: sq, cdw: [q, cdw11, 0, 0, 0, 0], ..Default::default() })?;
+        Ok(())
+    }
+
+    /// The full bring-up of the board's engine queues.
+    pub fn bring_up(&mut self, board: &Board, p: &BringUp) -> Result<Identified, String> {
+        self.enable(p.wrr)?;
+        let mut id = self.identify()?;
+        if id.lbads != 9 {
+            return Err(format!("namespace LBA size 2^{} is not 512", id.lbads));
+        }
+        let n = p.hdus * p.engines;
+        let c = self.admin_ok(Sqe {
+            opcode: admin::SET_FEATURES,
+            cdw: [u32::from(feat::NUM_QUEUES), (n - 1) | ((n - 1) << 16), 0, 0, 0, 0],
+            ..Default::default()
+        })?;
+        id.queues = (c.dw0 as u16, (c.dw0 >> 16) as u16);
+        if let Some(a) = p.arbitration {
+            self.admin_ok(Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() })?;
+        }
+        for h in 0..p.hdus {
+            for e in 0..p.engines {
+                let qid = dnvm_qid(h, e, p.engines);
+                let base = board.queue_base(qid).ok_or("queue window too small")?;
+                let qprio = dnvm_engine_qprio(e, p.engines);
+                self.create_queue_pair(qid, base + DNVM_QWIN_SQ_OFFSET, base + DNVM_QWIN_CQ_OFFSET, p.depth, qprio)?;
+            }
+        }
+        Ok(id)
+    }
+}
+
+/// Program a rev 2 HDU's DMA window (what hdu_drv does at probe).
+pub fn program_window(mem: &GuestMem, board: &Board, hdu: usize, base: u64, limit: u64) -> Result<(), String> {
+    let p = board.hdus.get(hdu).and_then(|h| h.privileged).ok_or("HDU has no privileged page")?;
+    mem.store64(p + HDU_PRIV_DMA_BASE as u64, base).map_err(|e| e.to_string())?;
+    mem.store64(p + HDU_PRIV_DMA_LIMIT as u64, limit).map_err(|e| e.to_string())
+}
+
+/// Write staging entries at `addr`.
+pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> Result<(), String> {
+    for (i, e) in entries.iter().enumerate() {
+        let mut b = [0u8; DNVM_ENTRY_SIZE];
+        b[0..2].copy_from_slice(&e.op.to_le_bytes());
+        b[2..4].copy_from_slice(&e.urgency.to_le_bytes());
+        b[4..8].copy_from_slice(&e.block_size.to_le_bytes());
+        b[8..16].copy_from_slice(&e.data_addr.to_le_bytes());
+        b[16..24].copy_from_slice(&e.lba.to_le_bytes());
+        mem.write(addr + (i * DNVM_ENTRY_SIZE) as u64, &b).map_err(|e| e.to_string())?;
+    }
+    Ok(())
+}
+
+/// Program REQBUF / NREQS (/ STATUSBUF if given) of HDU `hdu` and store START, the way
+/// software must: 64-bit REQBUF store, then NREQS, then START.
+pub fn start_batch(mem: &GuestMem, board: &Board, hdu: usize, reqbuf: u64, nreqs: u32, statusbuf: Option<u64>) -> Result<(), String> {
+    let u = board.hdus.get(hdu).ok_or("no such HDU")?.user;
+    let e = |r: Result<(), crate::mem::MemFault>| r.map_err(|e| e.to_string());
+    e(mem.store64(u + HDU_REG_REQBUF as u64, reqbuf))?;
+    e(mem.store64(u + HDU_REG_NREQS as u64, u64::from(nreqs)))?;
+    if let Some(s) = statusbuf {
+        e(mem.store64(u + HDU_REG_STATUSBUF as u64, s))?;
+    }
+    e(mem.store64(u + HDU_REG_START as u64, HDU_START_GO))
+}
+
+/// Read HDU `hdu`'s DONE register.
+pub fn done_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
+    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HDU_REG_DONE as u64).ok()).unwrap_or(0)
+}
+
+/// Read HDU `hdu`'s START register (the model clears it when it takes the pulse).
+pub fn start_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
+    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HDU_REG_START as u64).ok()).unwrap_or(1)
+}

@@ -1,0 +1,363 @@
+//! Probe, ioctl and mmap rules of /dev/directnvm and /dev/hduN, checked against the live device
+//! tree, plus the module load/unload cycle.
+
+use crate::sys::{self, errno, ioctl, ioctl_none, open, Map};
+use crate::tap::{check, eq, Case, Tap};
+use directnvm_abi::*;
+use std::time::{Duration, Instant};
+
+const DT: &str = "/sys/firmware/devicetree/base";
+const PAGE: u64 = 4096;
+
+fn dt_u32(path: &str) -> Option<u32> {
+    let b = std::fs::read(format!("{DT}/{path}")).ok()?;
+    Some(u32::from_be_bytes(b.get(0..4)?.try_into().ok()?))
+}
+
+/// DT nodes of the board: (path of the engine node, [(hdu path, index)], carve-out (base, size)).
+struct Board {
+    engine: String,
+    hdus: Vec<(String, u32)>,
+    carve: (u64, u64),
+}
+
+fn find_board() -> Result<Board, String> {
+    let mut engine = None;
+    let mut hdus = Vec::new();
+    let bus = format!("{DT}/pl-bus");
+    for e in std::fs::read_dir(&bus).map_err(|e| format!("{bus}: {e}"))? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        let compat = std::fs::read(format!("{bus}/{name}/compatible")).unwrap_or_default();
+        if compat.starts_with(DT_COMPAT_ENGINE.as_bytes()) {
+            engine = Some(format!("pl-bus/{name}"));
+        } else if compat.starts_with(DT_COMPAT_HDU.as_bytes()) {
+            let idx = dt_u32(&format!("pl-bus/{name}/directnvm,index")).ok_or("hdu without index")?;
+            hdus.push((format!("pl-bus/{name}"), idx));
+        }
+    }
+    hdus.sort_by_key(|h| h.1);
+    let mut carve = None;
+    for e in std::fs::read_dir(format!("{DT}/reserved-memory")).map_err(|e| e.to_string())? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        if std::path::Path::new(&format!("{DT}/reserved-memory/{name}/no-map")).exists() {
+            carve = sys::dt_reg(&format!("reserved-memory/{name}")).ok().and_then(|r| r.first().copied());
+        }
+    }
+    Ok(Board {
+        engine: engine.ok_or("no directnvm,engine node")?,
+        hdus,
+        carve: carve.ok_or("no no-map reserved-memory node")?,
+    })
+}
+
+fn info(fd: &std::os::fd::OwnedFd) -> std::io::Result<DnvmInfo> {
+    // SAFETY: DnvmInfo is plain integers; all-zero is valid.
+    let mut i: DnvmInfo = unsafe { std::mem::zeroed() };
+    ioctl(fd, DNVM_IOC_GET_INFO, &mut i).map(|_| i)
+}
+
+fn layout(fd: &std::os::fd::OwnedFd) -> std::io::Result<DnvmLayout> {
+    // SAFETY: DnvmLayout is plain integers; all-zero is valid.
+    let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
+    ioctl(fd, DNVM_IOC_GET_LAYOUT, &mut l).map(|_| l)
+}
+
+fn hdu_info(fd: &std::os::fd::OwnedFd) -> std::io::Result<HduInfo> {
+    let mut i = HduInfo::default();
+    ioctl(fd, HDU_IOC_GET_INFO, &mut i).map(|_| i)
+}
+
+fn claim(fd: &std::os::fd::OwnedFd, core: u32, release: bool) -> std::io::Result<()> {
+    let mut c = DnvmClaim { core, flags: 0 };
+    ioctl(fd, if release { DNVM_IOC_RELEASE } else { DNVM_IOC_CLAIM }, &mut c)
+}
+
+fn expect_errno<T>(r: std::io::Result<T>, want: i32, what: &str) -> Case {
+    match r {
+        Ok(_) => Err(format!("{what}: succeeded, want errno {want}")),
+        Err(e) if errno(&e) == want => Ok(()),
+        Err(e) => Err(format!("{what}: got {e}, want errno {want}")),
+    }
+}
+
+fn region(l: &DnvmLayout, core: u32, kind: u32) -> Option<DnvmRegion> {
+    l.regions[..l.count as usize].iter().copied().find(|r| r.core == core && r.kind == kind)
+}
+
+/// Demo output: what the stack sees.
+pub fn show() -> bool {
+    let fd = match open("/dev/directnvm") {
+        Ok(f) => f,
+        Err(e) => {
+            println!("/dev/directnvm: {e}");
+            return false;
+        }
+    };
+    let Ok(i) = info(&fd) else { return false };
+    let s = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
+    println!("directnvm: ABI {}, {} core(s) x {} engine(s), staging {} entries, I/O queue depth {}",
+        i.abi_version, i.cores, i.engines, i.staging_entries, i.io_queue_depth);
+    println!("  carve-out {:#x} + {} MiB, controller {}", i.carveout_phys, i.carveout_size >> 20,
+        if i.flags & DNVM_INFO_READY != 0 { "ready" } else { "NOT ready" });
+    if i.flags & DNVM_INFO_READY != 0 {
+        println!("  NVMe {}.{} '{}' sn '{}' fw '{}': {} LBAs x {} B, arbitration {}",
+            i.nvme_version >> 16, (i.nvme_version >> 8) & 0xff, s(&i.model), s(&i.serial), s(&i.firmware),
+            i.capacity_lbas, i.lba_size, if i.flags & DNVM_INFO_WRR != 0 { "WRR" } else { "RR" });
+    }
+    if let Ok(l) = layout(&fd) {
+        for r in &l.regions[..l.count as usize] {
+            let kind = ["admin", "staging", "status", "data"].get(r.kind as usize).unwrap_or(&"?");
+            let core = if r.core == DNVM_NO_CORE { "-".to_string() } else { r.core.to_string() };
+            println!("  region {kind:8} core {core:>2}  phys {:#011x}  size {:>8} KiB", r.phys, r.size >> 10);
+        }
+    }
+    for n in 0..DNVM_MAX_CORES {
+        if let Ok(h) = open(&format!("/dev/hdu{n}")) {
+            if let Ok(hi) = hdu_info(&h) {
+                println!("hdu{n}: rev {} at {:#x}, {} engine(s), caps {:#x}", hi.revision, hi.user_phys, hi.engines, hi.caps);
+            }
+        }
+    }
+    true
+}
+
+/// Every case of this group.
+pub fn run(t: &mut Tap) {
+    let board = match find_board() {
+        Ok(b) => b,
+        Err(e) => {
+            t.case("device tree describes the DirectNVM board", || Err(e));
+            return;
+        }
+    };
+    t.case("device tree describes the DirectNVM board", || check(board.hdus.len() == 4, "want 4 HDU nodes"));
+    probe_cases(t, &board);
+    ioctl_cases(t);
+    mmap_cases(t);
+    hdu_cases(t, &board);
+    lifecycle_cases(t);
+    // Everything works again after the reload cycles.
+    probe_cases(t, &board);
+}
+
+fn probe_cases(t: &mut Tap, b: &Board) {
+    t.case("directnvm probed: /dev/directnvm exists", || {
+        check(std::path::Path::new("/dev/directnvm").exists(), "/dev/directnvm missing")
+    });
+    for (_, idx) in &b.hdus {
+        t.case(&format!("hdu probed: /dev/hdu{idx} exists"), || {
+            check(std::path::Path::new(&format!("/dev/hdu{idx}")).exists(), "node missing")
+        });
+    }
+    t.case("GET_INFO reports the DT carve-out and configuration", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let i = info(&fd).map_err(|e| e.to_string())?;
+        eq(i.abi_version, DNVM_ABI_VERSION, "abi_version")?;
+        eq(Some(i.cores), dt_u32(&format!("{}/directnvm,cores", b.engine)), "cores")?;
+        eq((i.carveout_phys, i.carveout_size), b.carve, "carve-out")?;
+        eq(i.lba_size, 512, "lba_size")
+    });
+    t.case("GET_LAYOUT: page-aligned disjoint regions inside the carve-out", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let l = layout(&fd).map_err(|e| e.to_string())?;
+        let i = info(&fd).map_err(|e| e.to_string())?;
+        eq(l.count, 1 + 3 * i.cores, "region count")?;
+        let mut end = 0;
+        for r in &l.regions[..l.count as usize] {
+            check(r.offset % PAGE == 0 && r.size % PAGE == 0 && r.size > 0, format!("unaligned {r:?}"))?;
+            check(r.offset >= end, format!("overlap at {r:?}"))?;
+            eq(r.phys, b.carve.0 + r.offset, "phys = base + offset")?;
+            end = r.offset + r.size;
+        }
+        check(end <= b.carve.1, "layout past the carve-out")?;
+        eq(l.regions[0].kind, DNVM_REGION_ADMIN, "first region is admin")?;
+        eq(l.regions[0].cache, DNVM_CACHE_NONE, "admin not mappable")
+    });
+    for (path, idx) in &b.hdus {
+        t.case(&format!("hdu{idx} GET_INFO matches its DT node"), || {
+            let fd = open(&format!("/dev/hdu{idx}")).map_err(|e| e.to_string())?;
+            let hi = hdu_info(&fd).map_err(|e| e.to_string())?;
+            let reg = sys::dt_reg(path).map_err(|e| e.to_string())?;
+            eq(hi.index, *idx, "index")?;
+            eq(hi.user_phys, reg[0].0, "user page")?;
+            check(hi.revision == HDU_REV1 || hi.revision == HDU_REV2, format!("revision {}", hi.revision))
+        });
+    }
+}
+
+fn ioctl_cases(t: &mut Tap) {
+    t.case("directnvm: unknown ioctl is ENOTTY", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let mut x = 0u64;
+        expect_errno(ioctl(&fd, dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8), &mut x), libc::ENOTTY, "nr 0x7f")?;
+        expect_errno(ioctl(&fd, dnvm_ioc(DNVM_IOC_READ, b'x' as u32, 1, 8), &mut x), libc::ENOTTY, "foreign type")
+    });
+    t.case("directnvm: short and oversized structs are EINVAL", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let mut big = [0u8; 4096];
+        let short = dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, std::mem::size_of::<DnvmInfo>() - 8);
+        let over = dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, std::mem::size_of::<DnvmInfo>() + 8);
+        expect_errno(ioctl(&fd, short, &mut big), libc::EINVAL, "short GET_INFO")?;
+        expect_errno(ioctl(&fd, over, &mut big), libc::EINVAL, "oversized GET_INFO")?;
+        let short_claim = dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4);
+        expect_errno(ioctl(&fd, short_claim, &mut big), libc::EINVAL, "short CLAIM")
+    });
+    t.case("directnvm: CLAIM of a bad core or with flags is EINVAL", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        expect_errno(claim(&fd, 99, false), libc::EINVAL, "core 99")?;
+        expect_errno(claim(&fd, u32::MAX, false), libc::EINVAL, "core MAX")?;
+        let mut c = DnvmClaim { core: 0, flags: 1 };
+        expect_errno(ioctl(&fd, DNVM_IOC_CLAIM, &mut c), libc::EINVAL, "flags 1")
+    });
+    t.case("directnvm: double claim is EBUSY; close releases the claim", || {
+        let a = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let b = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        claim(&a, 1, false).map_err(|e| format!("first claim: {e}"))?;
+        expect_errno(claim(&b, 1, false), libc::EBUSY, "second file")?;
+        expect_errno(claim(&a, 1, false), libc::EBUSY, "same file twice")?;
+        expect_errno(claim(&b, 1, true), libc::EINVAL, "release by non-owner")?;
+        claim(&a, 2, false).map_err(|e| format!("several cores per file: {e}"))?;
+        drop(a);
+        claim(&b, 1, false).map_err(|e| format!("claim after owner closed: {e}"))?;
+        claim(&b, 2, false).map_err(|e| format!("second core after owner closed: {e}"))?;
+        claim(&b, 1, true).map_err(|e| format!("release: {e}"))?;
+        claim(&b, 1, false).map_err(|e| format!("claim after release: {e}"))
+    });
+    t.case("directnvm: CONTROLLER_INIT while a core is claimed is EBUSY", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        claim(&fd, 0, false).map_err(|e| e.to_string())?;
+        expect_errno(ioctl_none(&fd, DNVM_IOC_CONTROLLER_INIT), libc::EBUSY, "init while claimed")
+    });
+    t.case("directnvm: GET_STATS counts claims", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let mut s = DnvmStats::default();
+        ioctl(&fd, DNVM_IOC_GET_STATS, &mut s).map_err(|e| e.to_string())?;
+        let before = s.claims;
+        claim(&fd, 3, false).map_err(|e| e.to_string())?;
+        ioctl(&fd, DNVM_IOC_GET_STATS, &mut s).map_err(|e| e.to_string())?;
+        eq(s.claims, before + 1, "claims")?;
+        eq(s.claimed_mask & (1 << 3), 1 << 3, "claimed_mask bit 3")
+    });
+}
+
+fn mmap_cases(t: &mut Tap) {
+    t.case("directnvm: mmap rules (unclaimed, admin, past end, private, unaligned)", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let l = layout(&fd).map_err(|e| e.to_string())?;
+        let st = region(&l, 0, DNVM_REGION_STAGING).ok_or("no staging region")?;
+        let data = region(&l, 0, DNVM_REGION_DATA).ok_or("no data region")?;
+        expect_errno(Map::shared(&fd, st.size as usize, st.offset), libc::EACCES, "unclaimed core")?;
+        claim(&fd, 0, false).map_err(|e| e.to_string())?;
+        expect_errno(Map::shared(&fd, 4096, 0), libc::EINVAL, "admin page")?;
+        expect_errno(Map::shared(&fd, (st.size + PAGE) as usize, st.offset), libc::EINVAL, "past region end")?;
+        expect_errno(Map::shared(&fd, 4096, st.offset + 1), libc::EINVAL, "offset not page aligned")?;
+        expect_errno(Map::new(&fd, 4096, st.offset, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE),
+            libc::EINVAL, "private mapping")?;
+        let far = (l.regions[l.count as usize - 1].offset + l.regions[l.count as usize - 1].size) as u64;
+        expect_errno(Map::shared(&fd, 4096, far), libc::EINVAL, "past the carve-out")?;
+        let mut m = Map::shared(&fd, data.size as usize, data.offset).map_err(|e| format!("claimed data: {e}"))?;
+        let pat: Vec<u8> = (0..8192u32).map(|i| (i * 7 + 3) as u8).collect();
+        m.bytes()[..8192].copy_from_slice(&pat);
+        check(m.bytes()[..8192] == pat[..], "data region does not read back (memcpy through WC)")?;
+        let _s = Map::shared(&fd, st.size as usize, st.offset).map_err(|e| format!("claimed staging: {e}"))?;
+        Ok(())
+    });
+    t.case("directnvm: RELEASE zaps the core's mappings of that file (SIGBUS after)", || {
+        // The mappings are VM_DONTCOPY, so the whole sequence runs in a child that may die.
+        // SAFETY: fork in a single-threaded test program; the child only uses async-safe calls
+        // plus the wrappers below and always exits.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = (|| -> Option<i32> {
+                let fd = open("/dev/directnvm").ok()?;
+                let l = layout(&fd).ok()?;
+                let data = region(&l, 1, DNVM_REGION_DATA)?;
+                claim(&fd, 1, false).ok()?;
+                let m = Map::shared(&fd, 4096, data.offset).ok()?;
+                m.wr64(0, 0x1234);
+                if m.rd64(0) != 0x1234 {
+                    return Some(5);
+                }
+                claim(&fd, 1, true).ok()?;
+                let _ = m.rd64(0); // must fault
+                Some(3)
+            })()
+            .unwrap_or(4);
+            std::process::exit(code);
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        check(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
+            format!("child status {status:#x}: want SIGBUS after RELEASE (exit 3 = no fault, 4 = setup failed)"))
+    });
+}
+
+fn hdu_cases(t: &mut Tap, b: &Board) {
+    let idx = b.hdus[0].1;
+    let node = format!("/dev/hdu{idx}");
+    t.case("hdu: second open is EBUSY (exclusive)", || {
+        let _a = open(&node).map_err(|e| e.to_string())?;
+        expect_errno(open(&node), libc::EBUSY, "second open")
+    });
+    t.case("hdu: unknown ioctl ENOTTY, wrong size EINVAL", || {
+        let fd = open(&node).map_err(|e| e.to_string())?;
+        let mut x = [0u8; 256];
+        expect_errno(ioctl(&fd, dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x55, 8), &mut x), libc::ENOTTY, "unknown")?;
+        expect_errno(ioctl(&fd, dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, 8), &mut x), libc::EINVAL, "short GET_INFO")
+    });
+    t.case("hdu: mmap only the user page (offset 0, one page, shared)", || {
+        let fd = open(&node).map_err(|e| e.to_string())?;
+        expect_errno(Map::shared(&fd, 4096, 4096), libc::EINVAL, "offset one page")?;
+        expect_errno(Map::shared(&fd, 8192, 0), libc::EINVAL, "two pages")?;
+        expect_errno(Map::new(&fd, 4096, 0, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE), libc::EINVAL, "private")?;
+        Map::shared(&fd, 4096, 0).map(|_| ()).map_err(|e| format!("user page: {e}"))
+    });
+    t.case("hdu0 register round trip with the fake device (REQBUF/NREQS/START -> DONE)", || {
+        let dn = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let l = layout(&dn).map_err(|e| e.to_string())?;
+        let st = region(&l, idx, DNVM_REGION_STAGING).ok_or("no staging region")?;
+        let fd = open(&node).map_err(|e| e.to_string())?;
+        let regs = Map::shared(&fd, 4096, 0).map_err(|e| e.to_string())?;
+        regs.wr64(HDU_REG_REQBUF, st.phys);
+        regs.wr64(HDU_REG_NREQS, 0);
+        sys::barrier();
+        regs.wr64(HDU_REG_START, HDU_START_GO);
+        let t0 = Instant::now();
+        while regs.rd64(HDU_REG_DONE) & HDU_DONE_BIT == 0 {
+            if t0.elapsed() > Duration::from_secs(5) {
+                return Err(format!("DONE not set within 5 s (START reads {:#x})", regs.rd64(HDU_REG_START)));
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
+        eq(regs.rd64(HDU_REG_REQBUF), st.phys, "REQBUF reads back")?;
+        eq(regs.rd64(HDU_REG_START) & 1, 0, "START consumed by the device")
+    });
+}
+
+fn lifecycle_cases(t: &mut Tap) {
+    for round in 1..=3 {
+        t.case(&format!("rmmod + insmod cycle {round}"), || {
+            let (ok, out) = sys::sh("rmmod hdu && rmmod directnvm");
+            check(ok, format!("rmmod: {out}"))?;
+            check(!std::path::Path::new("/dev/directnvm").exists() && !std::path::Path::new("/dev/hdu0").exists(),
+                "device nodes still present after rmmod")?;
+            let (_, iomem) = sys::sh("grep -i -E 'directnvm|hdu|7f0|7f1' /proc/iomem; grep -E 'hdu|directnvm' /proc/misc");
+            check(iomem.trim().is_empty(), format!("resources still held after rmmod: {iomem}"))?;
+            let (ok, out) = sys::sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
+            check(ok, format!("insmod: {out}"))?;
+            for _ in 0..100 {
+                if std::path::Path::new("/dev/directnvm").exists() && std::path::Path::new("/dev/hdu3").exists() {
+                    return Ok(());
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            Err("device nodes did not come back".into())
+        });
+    }
+    t.case("rmmod refuses while /dev/directnvm is open", || {
+        let _fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let (ok, _) = sys::sh("rmmod directnvm 2>&1");
+        check(!ok, "rmmod succeeded with an open file")
+    });
+}

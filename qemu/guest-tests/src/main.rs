@@ -1,0 +1,28 @@
+//! Guest-side test suite of the DirectNVM virtual board. Runs as a static aarch64 binary in the
+//! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
+//! ends with `N passed, N failed`. Exit status 0 only if every case passed.
+//!
+//! Usage: `dnvm-guest-tests suite` (everything) or `dnvm-guest-tests info` (demo output).
+
+mod drivers;
+mod klog;
+mod sys;
+mod tap;
+
+fn main() {
+    let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
+    let ok = match arg.as_str() {
+        "suite" => {
+            let mut t = tap::Tap::default();
+            drivers::run(&mut t);
+            klog::run(&mut t);
+            t.finish()
+        }
+        "info" => drivers::show(),
+        other => {
+            eprintln!("usage: dnvm-guest-tests [suite|info] (got {other})");
+            false
+        }
+    };
+    std::process::exit(if ok { 0 } else { 1 });
+}

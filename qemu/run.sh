@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Boot the DirectNVM virtual board: QEMU virt (arm64, 4 CPUs, 1 GiB shared-file RAM), the
+# project's DT overlay, the test kernel, the initramfs, and the fake HDU device process.
+#
+#   qemu/run.sh --suite|--demo [--revision 1|2] [--timeout SECONDS] [--keep-log FILE]
+#
+# Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
+# process and the /dev/shm memory file are removed on exit, whatever happens.
+set -euo pipefail
+. "$(dirname "$0")/../scripts/env.sh"
+
+MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --suite) MODE=suite ;;
+    --demo) MODE=demo ;;
+    --debug) MODE=debug ;;
+    --klog) MODE=klog ;;
+    --revision) REVISION=$2; shift ;;
+    --timeout) TIMEOUT=$2; shift ;;
+    --keep-log) LOG=$2; shift ;;
+    --no-device) DEVICE=0 ;;   # boot without the fake HDU device (kernel-only debugging)
+    *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+KDIR=$(bash "$TOP/scripts/kernel.sh")
+IMAGE=$KDIR/arch/arm64/boot/Image
+INITRD=$TOP/build/initramfs.cpio.gz
+[ -f "$INITRD" ] || { echo "run.sh: $INITRD missing (make initramfs)" >&2; exit 2; }
+if [ $DEVICE -eq 1 ]; then
+  (cd "$TOP" && cargo build --release -q -p fakehdu) || { echo "run.sh: cannot build fake-hdu" >&2; exit 2; }
+fi
+FAKE=$TOP/target/release/fake-hdu
+
+RAM_MB=1024
+PL_MB=16                      # top of RAM kept from the kernel: the FPGA's PL window
+WORK=$(mktemp -d /tmp/dnvm-run.XXXXXX)
+SHM=/dev/shm/dnvm-$$-$RANDOM
+QPID= FPID=
+cleanup() {
+  local rc=$?
+  [ -n "$QPID" ] && kill -9 "$QPID" 2>/dev/null || true
+  if [ -n "$FPID" ]; then
+    kill -TERM "$FPID" 2>/dev/null || true
+    for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$FPID" 2>/dev/null || break; sleep 0.2; done
+    kill -9 "$FPID" 2>/dev/null || true
+  fi
+  rm -f "$SHM"
+  [ -n "$LOG" ] && cp "$WORK/console.log" "$LOG" 2>/dev/null || true
+  rm -rf "$WORK"
+  exit $rc
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+truncate -s ${RAM_MB}M "$SHM"
+MACHINE=(-M "virt,memory-backend=ram" -cpu cortex-a53 -smp 4 -m ${RAM_MB}M -nic none
+  -object "memory-backend-file,id=ram,mem-path=$SHM,size=${RAM_MB}M,share=on")
+qemu-system-aarch64 "${MACHINE[@]}" -machine dumpdtb="$WORK/virt.dtb" -display none >/dev/null 2>&1
+dtc -@ -q -I dts -O dtb -o "$WORK/overlay.dtbo" "$TOP/dts/qemu-virt-directnvm.dtso"
+fdtoverlay -i "$WORK/virt.dtb" -o "$WORK/board.dtb" "$WORK/overlay.dtbo"
+
+[ $DEVICE -eq 1 ] && "$FAKE" --mem-file "$SHM" --ram-base 0x40000000 --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
+  --revision "$REVISION" --disk "$WORK/disk.img" --disk-size 1G --socket "$WORK/fake-hdu.sock" \
+  > "$WORK/fake-hdu.log" 2>&1 &
+[ $DEVICE -eq 1 ] && FPID=$!
+
+APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1"
+timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
+  -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
+  -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &
+QPID=$!
+set +e
+wait "$QPID"
+qrc=$?
+QPID=
+set -e
+sleep 0.2
+if [ -n "$FPID" ] && ! kill -0 "$FPID" 2>/dev/null; then
+  echo "run.sh: fake-hdu exited early:" >&2; cat "$WORK/fake-hdu.log" >&2
+fi
+if [ $qrc -eq 124 ] || [ $qrc -eq 137 ]; then
+  echo "run.sh: TIMEOUT after ${TIMEOUT}s" >&2
+  exit 124
+fi
+grc=$(grep -a -o 'DNVM-EXIT: [0-9]*' "$WORK/console.log" | tail -n1 | awk '{print $2}')
+[ -n "$grc" ] || { echo "run.sh: guest ended without DNVM-EXIT (qemu rc $qrc)" >&2; exit 2; }
+exit "$grc"
