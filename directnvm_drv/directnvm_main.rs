@@ -198,6 +198,31 @@ struct DevNode {
 }
 
 kshim::misc_node!(DevNode, reg, DnvmFile);
+kshim::misc_sysfs_show!(DevNode, DnvmFile);
+
+impl DevNode {
+    /// Value of sysfs attribute `name` (table in directnvm_shim.c) of /sys/class/misc/directnvm/.
+    fn show(&self, name: &CStr, f: &mut kernel::str::Formatter<'_>) -> Result {
+        use core::fmt::Write;
+        let sh = &self.shared;
+        let p = &sh.layout.params;
+        let st = sh.state.lock();
+        let r = match name.to_bytes() {
+            b"cores" => writeln!(f, "{}", p.cores),
+            b"engines" => writeln!(f, "{}", p.engines),
+            b"ready" => writeln!(f, "{}", st.ctrl.ctrl.is_some() as u32),
+            b"capacity_lbas" => writeln!(f, "{}", st.ctrl.ctrl.as_ref().map_or(0, |c| c.capacity_lbas)),
+            b"carveout" => writeln!(f, "{:#x}+{:#x}", sh.carve.base, sh.carve.size),
+            b"claimed" => writeln!(f, "{:#x}", claimed_mask(&st)),
+            b"last_error" => match st.ctrl.last_error {
+                Some(e) => writeln!(f, "{e:?}"),
+                None => writeln!(f, "none"),
+            },
+            _ => return Err(EINVAL),
+        };
+        r.map_err(|_| EINVAL)
+    }
+}
 
 /// Per-open-file state of /dev/directnvm.
 struct DnvmFile {
@@ -383,6 +408,7 @@ impl platform::Driver for DnvmDriver {
                 shared: shared?,
             }),
         })
+        .pin_chain(|data| kshim::add_sysfs(&data.node.reg))
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&DnvmData>) {

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * Shared C shim of the DirectNVM kernel modules; see kshim.h. hdu.ko compiles this same file
- * through hdu_drv/hdu_kshim.c, so every helper exists once in the source tree.
+ * Shared C shim of the DirectNVM kernel modules; see kshim.h. Not built on its own: each
+ * module's shim (directnvm_drv/directnvm_shim.c, hdu_drv/hdu_shim.c) includes it and adds its
+ * sysfs attribute table, so every helper exists once in the source tree.
  */
 #include <linux/device.h>
 #include <linux/fs.h>
@@ -95,4 +96,10 @@ int dnvm_shim_request_mem(u64 start, u64 size, const char *name)
 void dnvm_shim_release_mem(u64 start, u64 size)
 {
 	release_mem_region(start, size);
+}
+
+/* Add this module's attribute groups to @dev (the misc class device); removed with it. */
+int dnvm_shim_add_groups(struct device *dev)
+{
+	return device_add_groups(dev, dnvm_module_groups());
 }

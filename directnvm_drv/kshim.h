@@ -36,4 +36,20 @@ void dnvm_shim_zap_mapping(struct address_space *mapping, u64 start, u64 len);
 int dnvm_shim_request_mem(u64 start, u64 size, const char *name);
 void dnvm_shim_release_mem(u64 start, u64 size);
 
+/*
+ * Per-module sysfs attributes on the misc class device. Each module's C shim defines
+ * dnvm_module_groups() (its ATTRIBUTE_GROUPS table); every show callback calls
+ * dnvm_rs_show(dev_get_drvdata(dev), attribute name, buf), which the module's Rust crate
+ * defines with kshim::misc_sysfs_show!.
+ */
+const struct attribute_group **dnvm_module_groups(void);
+ssize_t dnvm_rs_show(void *misc, const char *name, char *buf);
+int dnvm_shim_add_groups(struct device *dev);
+
+/* Define <name>_show + dev_attr_<name> forwarding to dnvm_rs_show(..., "<name>", ...). */
+#define DNVM_SHOW_ATTR(_attr)							\
+	static ssize_t _attr##_show(struct device *d, struct device_attribute *a, char *b) \
+	{ return dnvm_rs_show(dev_get_drvdata(d), a->attr.name, b); }		\
+	static DEVICE_ATTR_RO(_attr)
+
 #endif

@@ -33,6 +33,7 @@ extern "C" {
     fn dnvm_shim_zap_mapping(mapping: *mut c_void, start: u64, len: u64);
     fn dnvm_shim_request_mem(start: u64, size: u64, name: *const core::ffi::c_char) -> c_int;
     fn dnvm_shim_release_mem(start: u64, size: u64);
+    fn dnvm_shim_add_groups(dev: *mut c_void) -> c_int;
 }
 
 /// Raw `struct device *` of a device. `Device<Ctx>` is `#[repr(transparent)]` over
@@ -49,6 +50,15 @@ pub(crate) struct PhysWindow {
     pub(crate) base: u64,
     /// Size in bytes.
     pub(crate) size: u64,
+}
+
+/// Attach the module's sysfs attributes (kshim.h `dnvm_module_groups`) to the misc class
+/// device `misc`; they go away with it at `misc_deregister`.
+pub(crate) fn add_sysfs<T: kernel::miscdevice::MiscDevice>(
+    misc: &kernel::miscdevice::MiscDeviceRegistration<T>,
+) -> Result {
+    // SAFETY: `device()` is the registered, live class device of `misc`.
+    kernel::error::to_result(unsafe { dnvm_shim_add_groups(raw_dev(misc.device()).cast()) })
 }
 
 /// Exclusive claim of a physical range in `/proc/iomem`, released on drop (see kshim.c for why
@@ -241,3 +251,38 @@ macro_rules! misc_node {
     };
 }
 pub(crate) use misc_node;
+
+/// Define `dnvm_rs_show`, the sysfs show entry point the C shim's attributes call, for misc
+/// device nodes of type `$node` (with `from_registration`, see `misc_node!`) whose files are
+/// `$file`. It calls `$node::show(&self, name: &CStr, &mut Formatter) -> Result` with the
+/// attribute's name (EINVAL for a name it does not know).
+macro_rules! misc_sysfs_show {
+    ($node:ty, $file:ty) => {
+        /// sysfs show callback target (called from the C shim's attribute table).
+        #[no_mangle]
+        extern "C" fn dnvm_rs_show(
+            misc: *mut core::ffi::c_void,
+            name: *const core::ffi::c_char,
+            buf: *mut u8,
+        ) -> isize {
+            // SAFETY: the C shim passes dev_get_drvdata() of our misc class device, which
+            // misc_register sets to the `struct miscdevice`: our `MiscDeviceRegistration`
+            // (repr(transparent) over it). kernfs drains show calls before misc_deregister
+            // returns, so the registration is alive. sysfs hands a PAGE_SIZE buffer; `name` is
+            // the attribute's static NUL-terminated name.
+            let (reg, page, name) = unsafe {
+                (
+                    &*misc.cast::<kernel::miscdevice::MiscDeviceRegistration<$file>>(),
+                    core::slice::from_raw_parts_mut(buf, kernel::page::PAGE_SIZE),
+                    core::ffi::CStr::from_ptr(name),
+                )
+            };
+            let mut f = kernel::str::Formatter::new(page);
+            match <$node>::from_registration(reg).show(name, &mut f) {
+                Ok(()) => f.bytes_written() as isize,
+                Err(e) => e.to_errno() as isize,
+            }
+        }
+    };
+}
+pub(crate) use misc_sysfs_show;

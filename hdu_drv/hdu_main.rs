@@ -143,6 +143,46 @@ struct DevNode {
 }
 
 kshim::misc_node!(DevNode, reg, HduFile);
+kshim::misc_sysfs_show!(DevNode, HduFile);
+
+impl DevNode {
+    /// Value of sysfs attribute `name` (table in hdu_shim.c) of /sys/class/misc/hduN/.
+    fn show(&self, name: &CStr, f: &mut kernel::str::Formatter<'_>) -> Result {
+        use core::fmt::Write;
+        let sh = &self.shared;
+        let r = match name.to_bytes() {
+            b"index" => writeln!(f, "{}", sh.index),
+            b"revision" => writeln!(f, "{}", sh.revision),
+            b"engines" => writeln!(f, "{}", sh.caps.engines),
+            b"caps" => writeln!(f, "{:#018x}", sh.caps.to_reg()),
+            b"state" => {
+                let done = sh.read_user(HDU_REG_DONE)?;
+                let s = if done & HDU_DONE_BIT != 0 {
+                    "done"
+                } else if sh.revision >= HDU_REV2 && done & HDU_BUSY_BIT != 0 {
+                    "busy"
+                } else if sh.revision >= HDU_REV2 {
+                    "idle"
+                } else {
+                    "not-done" // rev 1 cannot tell idle from busy
+                };
+                writeln!(f, "{s}")
+            }
+            b"errors" => {
+                let e = if sh.revision >= HDU_REV2 { sh.read_user(HDU_REG_ERRORS)? } else { 0 };
+                writeln!(f, "{e}")
+            }
+            b"phys_addr" => writeln!(f, "{:#x}", sh.user.base),
+            b"dma_window" => match sh.dma {
+                Some(w) => writeln!(f, "{:#x}-{:#x}", w.base, w.base + w.size),
+                None => writeln!(f, "none"),
+            },
+            b"owner" => writeln!(f, "{}", if sh.state.lock().owner.is_some() { "open" } else { "none" }),
+            _ => return Err(EINVAL),
+        };
+        r.map_err(|_| EINVAL)
+    }
+}
 
 /// Per-open-file state of /dev/hduN.
 struct HduFile {
@@ -263,6 +303,7 @@ impl platform::Driver for HduDriver {
                 })
             },
         })
+        .pin_chain(|data| kshim::add_sysfs(&data.node.reg))
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&HduData>) {

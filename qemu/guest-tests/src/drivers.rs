@@ -132,6 +132,7 @@ pub fn run(t: &mut Tap) {
     };
     t.case("device tree describes the DirectNVM board", || check(board.hdus.len() == 4, "want 4 HDU nodes"));
     probe_cases(t, &board);
+    sysfs_cases(t, &board);
     ioctl_cases(t);
     mmap_cases(t);
     hdu_cases(t, &board);
@@ -183,6 +184,42 @@ fn probe_cases(t: &mut Tap, b: &Board) {
             check(hi.revision == HDU_REV1 || hi.revision == HDU_REV2, format!("revision {}", hi.revision))
         });
     }
+}
+
+fn sysfs(path: &str) -> Result<String, String> {
+    std::fs::read_to_string(path).map(|s| s.trim().to_string()).map_err(|e| format!("{path}: {e}"))
+}
+
+fn sysfs_cases(t: &mut Tap, b: &Board) {
+    for (path, idx) in &b.hdus {
+        t.case(&format!("hdu{idx} sysfs attributes match GET_INFO and the DT"), || {
+            let d = format!("/sys/class/misc/hdu{idx}");
+            let fd = open(&format!("/dev/hdu{idx}")).map_err(|e| e.to_string())?;
+            let hi = hdu_info(&fd).map_err(|e| e.to_string())?;
+            let reg = sys::dt_reg(path).map_err(|e| e.to_string())?;
+            eq(sysfs(&format!("{d}/index"))?, idx.to_string(), "index")?;
+            eq(sysfs(&format!("{d}/revision"))?, hi.revision.to_string(), "revision")?;
+            eq(sysfs(&format!("{d}/engines"))?, hi.engines.to_string(), "engines")?;
+            eq(sysfs(&format!("{d}/caps"))?, format!("{:#018x}", hi.caps), "caps")?;
+            eq(sysfs(&format!("{d}/phys_addr"))?, format!("{:#x}", reg[0].0), "phys_addr")?;
+            eq(sysfs(&format!("{d}/owner"))?, "open".to_string(), "owner while open")?;
+            let state = sysfs(&format!("{d}/state"))?;
+            check(["done", "idle", "busy", "not-done"].contains(&state.as_str()), format!("state {state}"))?;
+            sysfs(&format!("{d}/errors"))?.parse::<u64>().map_err(|e| format!("errors: {e}"))?;
+            Ok(())
+        });
+    }
+    t.case("directnvm sysfs attributes match GET_INFO", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let i = info(&fd).map_err(|e| e.to_string())?;
+        let d = "/sys/class/misc/directnvm";
+        eq(sysfs(&format!("{d}/cores"))?, i.cores.to_string(), "cores")?;
+        eq(sysfs(&format!("{d}/engines"))?, i.engines.to_string(), "engines")?;
+        eq(sysfs(&format!("{d}/carveout"))?, format!("{:#x}+{:#x}", i.carveout_phys, i.carveout_size), "carveout")?;
+        eq(sysfs(&format!("{d}/ready"))?, ((i.flags & DNVM_INFO_READY != 0) as u32).to_string(), "ready")?;
+        claim(&fd, 2, false).map_err(|e| e.to_string())?;
+        eq(sysfs(&format!("{d}/claimed"))?, "0x4".to_string(), "claimed after CLAIM(2)")
+    });
 }
 
 fn ioctl_cases(t: &mut Tap) {
