@@ -128,7 +128,7 @@ impl Shared {
         match nvme::bring_up(&Host { sh: self }, self.cfg) {
             Ok(c) => {
                 pr_info!(
-                    "directnvm: NVMe {}.{} up: {} LBAs of {} B, {} I/O queue pair(s), {} arbitration\n",
+                    "NVMe {}.{} up: {} LBAs of {} B, {} I/O queue pair(s), {} arbitration\n",
                     c.vs >> 16,
                     (c.vs >> 8) & 0xff,
                     c.capacity_lbas,

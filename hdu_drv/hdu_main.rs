@@ -82,19 +82,24 @@ impl HduShared {
         (&*regs).try_read64(off)
     }
 
+    /// One access to the privileged page. The Devres guard is an RCU read-side section, so it
+    /// is taken per access and never held across a sleep or a mutex.
+    fn with_priv<R>(&self, f: impl FnOnce(&kernel::io::mem::IoMem<'_, PRIV_SIZE>) -> Result<R>) -> Result<R> {
+        let pr = self.priv_regs.as_ref().ok_or(EOPNOTSUPP)?;
+        let guard = pr.try_access().ok_or(ENODEV)?;
+        f(&guard)
+    }
+
     /// Rev 2 engine reset through the privileged page, then re-program the DMA window.
     fn reset_engine(&self) -> Result {
         if self.revision < HDU_REV2 {
             return Err(EOPNOTSUPP);
         }
-        let pr = self.priv_regs.as_ref().ok_or(EOPNOTSUPP)?;
-        let guard = pr.try_access().ok_or(ENODEV)?;
-        let p = &*guard;
-        p.try_write64(HDU_CTRL_RESET, HDU_PRIV_CTRL)?;
-        // The model and the RTL finish a reset within microseconds; bound the wait.
+        self.with_priv(|p| p.try_write64(HDU_CTRL_RESET, HDU_PRIV_CTRL))?;
+        // The model and the hardware finish a reset within microseconds; bound the wait.
         let mut done = false;
         for _ in 0..1000 {
-            if p.try_read64(HDU_PRIV_STATUS)? & HDU_PSTATUS_RESETTING == 0 {
+            if self.with_priv(|p| p.try_read64(HDU_PRIV_STATUS))? & HDU_PSTATUS_RESETTING == 0 {
                 done = true;
                 break;
             }
@@ -105,8 +110,10 @@ impl HduShared {
             return Err(ETIMEDOUT);
         }
         if let Some(w) = self.dma {
-            p.try_write64(w.base, HDU_PRIV_DMA_BASE)?;
-            p.try_write64(w.base + w.size, HDU_PRIV_DMA_LIMIT)?;
+            self.with_priv(|p| {
+                p.try_write64(w.base, HDU_PRIV_DMA_BASE)?;
+                p.try_write64(w.base + w.size, HDU_PRIV_DMA_LIMIT)
+            })?;
         }
         self.state.lock().resets += 1;
         Ok(())

@@ -6,6 +6,7 @@
 
 mod drivers;
 mod klog;
+mod rawio;
 mod sys;
 mod tap;
 
@@ -15,6 +16,7 @@ fn main() {
         "suite" => {
             let mut t = tap::Tap::default();
             drivers::run(&mut t);
+            rawio::run(&mut t);
             klog::run(&mut t);
             t.finish()
         }
