@@ -59,7 +59,7 @@ def main(path):
     def nodes_compatible(compat):
         out, node, depth = [], 0, 0
         while True:
-            if compat in (prop(node, 'compatible') or b'').split(b'\0'):
+            if compat.encode() in (prop(node, 'compatible') or b'').split(b'\0'):
                 out.append(node)
             try:
                 node, depth = fdt.next_node(node, depth)
