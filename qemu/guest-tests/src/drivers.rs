@@ -136,6 +136,7 @@ pub fn run(t: &mut Tap) {
     ioctl_cases(t);
     mmap_cases(t);
     hdu_cases(t, &board);
+    unbind_cases(t, &board);
     lifecycle_cases(t);
     // Everything works again after the reload cycles.
     probe_cases(t, &board);
@@ -369,6 +370,45 @@ fn hdu_cases(t: &mut Tap, b: &Board) {
         }
         eq(regs.rd64(HDU_REG_REQBUF), st.phys, "REQBUF reads back")?;
         eq(regs.rd64(HDU_REG_START) & 1, 0, "START consumed by the device")
+    });
+}
+
+fn unbind_cases(t: &mut Tap, b: &Board) {
+    let (path, idx) = &b.hdus[0];
+    let devname = format!("{}.hdu", path.rsplit('@').next().unwrap_or(""));
+    t.case(&format!("hdu{idx}: unbind while mapped zaps the mapping (SIGBUS), ioctl ENODEV, rebind works"), || {
+        // SAFETY: fork in a single-threaded program; the child exits or dies.
+        let pid = unsafe { libc::fork() };
+        if pid == 0 {
+            let code = (|| -> Option<i32> {
+                let fd = open(&format!("/dev/hdu{idx}")).ok()?;
+                let m = Map::shared(&fd, 4096, 0).ok()?;
+                let _ = m.rd64(HDU_REG_DONE);
+                std::fs::write("/sys/bus/platform/drivers/hdu/unbind", &devname).ok()?;
+                let mut hi = HduInfo::default();
+                if !matches!(ioctl(&fd, HDU_IOC_GET_INFO, &mut hi), Err(ref e) if errno(e) == libc::ENODEV) {
+                    return Some(6);
+                }
+                let _ = m.rd64(HDU_REG_DONE); // must fault now
+                Some(3)
+            })()
+            .unwrap_or(4);
+            std::process::exit(code);
+        }
+        let mut status = 0;
+        // SAFETY: waiting for our own child.
+        unsafe { libc::waitpid(pid, &mut status, 0) };
+        let rebind = std::fs::write("/sys/bus/platform/drivers/hdu/bind", &devname);
+        check(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
+            format!("child status {status:#x}: want SIGBUS (exit 3 = no fault, 4 = setup, 6 = ioctl not ENODEV)"))?;
+        rebind.map_err(|e| format!("bind {devname}: {e}"))?;
+        for _ in 0..100 {
+            if let Ok(fd) = open(&format!("/dev/hdu{idx}")) {
+                return hdu_info(&fd).map(|_| ()).map_err(|e| format!("after rebind: {e}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Err("device node did not come back after bind".into())
     });
 }
 
