@@ -87,18 +87,18 @@ pub fn parse_line(line: &str) -> Result<ControlOp, String> {
         ["resume"] => Ok(ControlOp::Resume),
         ["shutdown"] => Ok(ControlOp::Shutdown),
         ["fault", "io", ..] => {
-            let opcode = match w.get(6) {
+            let opcode = match w.get(5) {
                 None | Some(&"any") => None,
                 Some(s) => Some(u8::try_from(num(s)?).map_err(|_| "opcode out of range")?),
             };
-            let count = match w.get(7) {
+            let count = match w.get(6) {
                 None => 0,
                 Some(s) => num(s)?,
             };
             Ok(ControlOp::IoError(IoFault {
-                lba_start: n(3)?,
-                lba_end: n(4)?,
-                status: u16::try_from(n(5)?).map_err(|_| "status out of range")? & 0x7fff,
+                lba_start: n(2)?,
+                lba_end: n(3)?,
+                status: u16::try_from(n(4)?).map_err(|_| "status out of range")? & 0x7fff,
                 opcode,
                 remaining: (count != 0).then_some(count.min(u64::from(u32::MAX)) as u32),
             }))

@@ -15,8 +15,8 @@
 //! let dev = FakeHdu::start(cfg).unwrap();            // polling thread running
 //! let board = dev.board().clone();
 //! let mut pump = || std::thread::sleep(std::time::Duration::from_micros(20));
-//! HostNvme::new(dev.mem(), &board, &mut pump)        // the kernel's admin bring-up
-//!     .bring_up(&board, &BringUp::for_board(&board)).unwrap();
+//! HostNvme::new(dev.mem(), &board)                   // the kernel's admin bring-up
+//!     .bring_up(&mut pump, &board, &BringUp::for_board(&board)).unwrap();
 //! let regs: *mut u8 = dev.hdu_regs(0).unwrap();      // what mmap of /dev/hdu0 gives
 //! let carve: *mut u8 = dev.carveout().unwrap();      // staging/status/data live here
 //! let p = dev.host_ptr(board.carveout + 0x10000, 4096).unwrap(); // any guest-physical range

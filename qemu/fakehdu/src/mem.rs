@@ -117,7 +117,7 @@ impl GuestMem {
 
     /// Atomic 32-bit load (acquire).
     pub fn load32(&self, addr: u64) -> Result<u32, MemFault> {
-        if addr % 4 != 0 || !self.contains(addr, 4) {
+        if !addr.is_multiple_of(4) || !self.contains(addr, 4) {
             return Err(Self::fault(addr, 4));
         }
         self.inner.load(GuestAddress(addr), Ordering::Acquire).map_err(|_| Self::fault(addr, 4))
@@ -125,7 +125,7 @@ impl GuestMem {
 
     /// Atomic 64-bit load (acquire).
     pub fn load64(&self, addr: u64) -> Result<u64, MemFault> {
-        if addr % 8 != 0 || !self.contains(addr, 8) {
+        if !addr.is_multiple_of(8) || !self.contains(addr, 8) {
             return Err(Self::fault(addr, 8));
         }
         self.inner.load(GuestAddress(addr), Ordering::Acquire).map_err(|_| Self::fault(addr, 8))
@@ -133,7 +133,7 @@ impl GuestMem {
 
     /// Atomic 32-bit store (release: everything written before is visible first).
     pub fn store32(&self, addr: u64, v: u32) -> Result<(), MemFault> {
-        if addr % 4 != 0 || !self.contains(addr, 4) {
+        if !addr.is_multiple_of(4) || !self.contains(addr, 4) {
             return Err(Self::fault(addr, 4));
         }
         self.inner.store(v, GuestAddress(addr), Ordering::Release).map_err(|_| Self::fault(addr, 4))
@@ -141,7 +141,7 @@ impl GuestMem {
 
     /// Atomic 64-bit store (release).
     pub fn store64(&self, addr: u64, v: u64) -> Result<(), MemFault> {
-        if addr % 8 != 0 || !self.contains(addr, 8) {
+        if !addr.is_multiple_of(8) || !self.contains(addr, 8) {
             return Err(Self::fault(addr, 8));
         }
         self.inner.store(v, GuestAddress(addr), Ordering::Release).map_err(|_| Self::fault(addr, 8))

@@ -30,6 +30,9 @@ pub struct BringUp {
     pub hdus: u32,
     /// Entries of each I/O queue.
     pub depth: u32,
+    /// I/O queue pairs to ask for with Set Features Number of Queues (default: the engine
+    /// queues; ask for more to create extra host queues in tests).
+    pub num_queues: Option<u32>,
 }
 
 impl BringUp {
@@ -41,6 +44,7 @@ impl BringUp {
             engines: board.engines_per_hdu,
             hdus: board.hdus.len() as u32,
             depth: board.io_queue_depth,
+            num_queues: None,
         }
     }
 }
@@ -63,7 +67,7 @@ pub struct Identified {
 }
 
 /// A minimal polled NVMe host on the admin queue.
-pub struct HostNvme<'p> {
+pub struct HostNvme {
     mem: GuestMem,
     bar: u64,
     asq: u64,
@@ -74,13 +78,14 @@ pub struct HostNvme<'p> {
     phase: bool,
     cid: u16,
     timeout: Duration,
-    pump: &'p mut dyn FnMut(),
 }
 
-impl<'p> HostNvme<'p> {
-    /// A host for the controller of `board`; `pump` is called while waiting (step the device,
-    /// or sleep when a polling thread runs it).
-    pub fn new(mem: &GuestMem, board: &Board, pump: &'p mut dyn FnMut()) -> Self {
+/// Called while waiting: step the device (deterministic tests) or sleep (polling thread).
+pub type Pump<'a> = &'a mut dyn FnMut();
+
+impl HostNvme {
+    /// A host for the controller of `board`. Every method that waits takes a `pump`.
+    pub fn new(mem: &GuestMem, board: &Board) -> Self {
         let c = board.carveout;
         Self {
             mem: mem.clone(),
@@ -93,17 +98,16 @@ impl<'p> HostNvme<'p> {
             phase: true,
             cid: 0,
             timeout: Duration::from_secs(10),
-            pump,
         }
     }
 
-    fn wait(&mut self, what: &str, mut f: impl FnMut(&GuestMem) -> bool) -> Result<(), String> {
+    fn wait(&mut self, pump: Pump, what: &str, mut f: impl FnMut(&GuestMem) -> bool) -> Result<(), String> {
         let t0 = Instant::now();
         while !f(&self.mem) {
             if t0.elapsed() > self.timeout {
                 return Err(format!("timeout waiting for {what}"));
             }
-            (self.pump)();
+            pump();
         }
         Ok(())
     }
@@ -113,11 +117,11 @@ impl<'p> HostNvme<'p> {
     }
 
     /// Disable, program the admin queues, enable with `wrr`, wait for RDY.
-    pub fn enable(&mut self, wrr: bool) -> Result<(), String> {
+    pub fn enable(&mut self, pump: Pump, wrr: bool) -> Result<(), String> {
         let m = &self.mem;
         m.store32(self.bar + spec::REG_CC, 0).map_err(|e| e.to_string())?;
         let bar = self.bar;
-        self.wait("CSTS.RDY = 0", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(1) & spec::CSTS_RDY == 0)?;
+        self.wait(pump, "CSTS.RDY = 0", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(1) & spec::CSTS_RDY == 0)?;
         let m = &self.mem;
         m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(|e| e.to_string())?;
         m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(|e| e.to_string())?;
@@ -129,7 +133,7 @@ impl<'p> HostNvme<'p> {
         self.sq_tail = 0;
         self.cq_head = 0;
         self.phase = true;
-        self.wait("CSTS.RDY = 1", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
+        self.wait(pump, "CSTS.RDY = 1", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
         if self.reg32(spec::REG_CSTS) & spec::CSTS_CFS != 0 {
             return Err("controller fatal status after enable".into());
         }
@@ -137,7 +141,7 @@ impl<'p> HostNvme<'p> {
     }
 
     /// Submit one admin command and wait for its completion.
-    pub fn admin(&mut self, mut sqe: Sqe) -> Result<Cqe, String> {
+    pub fn admin(&mut self, pump: Pump, mut sqe: Sqe) -> Result<Cqe, String> {
         self.cid = self.cid.wrapping_add(1);
         sqe.cid = self.cid;
         let m = self.mem.clone();
@@ -146,7 +150,7 @@ impl<'p> HostNvme<'p> {
         m.store32(sq_doorbell(self.bar, 0), self.sq_tail).map_err(|e| e.to_string())?;
         let addr = self.acq + u64::from(self.cq_head) * 16;
         let phase = self.phase;
-        self.wait("admin completion", |m| m.load32(addr + 12).map(|d| (d >> 16) & 1 == 1) == Ok(phase))?;
+        self.wait(pump, "admin completion", |m| m.load32(addr + 12).map(|d| (d >> 16) & 1 == 1) == Ok(phase))?;
         let mut b = [0u8; 16];
         m.read(addr, &mut b).map_err(|e| e.to_string())?;
         let (cqe, _) = Cqe::decode(&b);
@@ -160,9 +164,9 @@ impl<'p> HostNvme<'p> {
     }
 
     /// Admin command that must succeed.
-    pub fn admin_ok(&mut self, sqe: Sqe) -> Result<Cqe, String> {
+    pub fn admin_ok(&mut self, pump: Pump, sqe: Sqe) -> Result<Cqe, String> {
         let op = sqe.opcode;
-        let c = self.admin(sqe)?;
+        let c = self.admin(pump, sqe)?;
         if c.status != 0 {
             return Err(format!("admin opcode {op:#x} failed with status {:#x}", c.status));
         }
@@ -175,51 +179,51 @@ impl<'p> HostNvme<'p> {
     }
 
     /// Identify controller and namespace 1.
-    pub fn identify(&mut self) -> Result<Identified, String> {
+    pub fn identify(&mut self, pump: Pump) -> Result<Identified, String> {
         let mut b = [0u8; 4096];
-        self.admin_ok(Sqe { opcode: admin::IDENTIFY, prp1: self.buf, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() })?;
+        self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, prp1: self.buf, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() })?;
         self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
         let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).trim().to_string();
         let (model, serial, mdts) = (s(24..64), s(4..24), b[77]);
-        self.admin_ok(Sqe { opcode: admin::IDENTIFY, nsid: 1, prp1: self.buf, ..Default::default() })?;
+        self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, nsid: 1, prp1: self.buf, ..Default::default() })?;
         self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
         let nsze = u64::from_le_bytes(b[0..8].try_into().map_err(|_| "short identify")?);
         Ok(Identified { model, serial, mdts, nsze, lbads: b[130], queues: (0, 0) })
     }
 
     /// Create I/O CQ + SQ `qid` of `depth` entries at `sq`/`cq` with `qprio`.
-    pub fn create_queue_pair(&mut self, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> Result<(), String> {
+    pub fn create_queue_pair(&mut self, pump: Pump, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> Result<(), String> {
         self.mem.fill(cq, u64::from(depth) * 16, 0).map_err(|e| e.to_string())?;
         let q = u32::from(qid) | ((depth - 1) << 16);
-        self.admin_ok(Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q, 1, 0, 0, 0, 0], ..Default::default() })?;
+        self.admin_ok(pump, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q, 1, 0, 0, 0, 0], ..Default::default() })?;
         let cdw11 = 1 | ((qprio & 3) << 1) | (u32::from(qid) << 16);
-        self.admin_ok(Sqe { opcode: admin::CREATE_SQ, prp1: sq, cdw: [q, cdw11, 0, 0, 0, 0], ..Default::default() })?;
+        self.admin_ok(pump, Sqe { opcode: admin::CREATE_SQ, prp1: sq, cdw: [q, cdw11, 0, 0, 0, 0], ..Default::default() })?;
         Ok(())
     }
 
     /// The full bring-up of the board's engine queues.
-    pub fn bring_up(&mut self, board: &Board, p: &BringUp) -> Result<Identified, String> {
-        self.enable(p.wrr)?;
-        let mut id = self.identify()?;
+    pub fn bring_up(&mut self, pump: Pump, board: &Board, p: &BringUp) -> Result<Identified, String> {
+        self.enable(pump, p.wrr)?;
+        let mut id = self.identify(pump)?;
         if id.lbads != 9 {
             return Err(format!("namespace LBA size 2^{} is not 512", id.lbads));
         }
-        let n = p.hdus * p.engines;
-        let c = self.admin_ok(Sqe {
+        let n = p.num_queues.unwrap_or(p.hdus * p.engines).max(1);
+        let c = self.admin_ok(pump, Sqe {
             opcode: admin::SET_FEATURES,
             cdw: [u32::from(feat::NUM_QUEUES), (n - 1) | ((n - 1) << 16), 0, 0, 0, 0],
             ..Default::default()
         })?;
         id.queues = (c.dw0 as u16, (c.dw0 >> 16) as u16);
         if let Some(a) = p.arbitration {
-            self.admin_ok(Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() })?;
+            self.admin_ok(pump, Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() })?;
         }
         for h in 0..p.hdus {
             for e in 0..p.engines {
                 let qid = dnvm_qid(h, e, p.engines);
                 let base = board.queue_base(qid).ok_or("queue window too small")?;
                 let qprio = dnvm_engine_qprio(e, p.engines);
-                self.create_queue_pair(qid, base + DNVM_QWIN_SQ_OFFSET, base + DNVM_QWIN_CQ_OFFSET, p.depth, qprio)?;
+                self.create_queue_pair(pump, qid, base + DNVM_QWIN_SQ_OFFSET, base + DNVM_QWIN_CQ_OFFSET, p.depth, qprio)?;
             }
         }
         Ok(id)

@@ -221,7 +221,7 @@ impl Hdu {
             return Ok(());
         }
         let staging = u64::from(b.nreqs) * DNVM_ENTRY_SIZE as u64;
-        if b.reqbuf % 8 != 0 || (b.statusbuf != 0 && b.statusbuf % 4 != 0) {
+        if !b.reqbuf.is_multiple_of(8) || (b.statusbuf != 0 && !b.statusbuf.is_multiple_of(4)) {
             return Err(false);
         }
         if !in_window(b.window, b.reqbuf, staging) || !mem.contains(b.reqbuf, staging) {
@@ -376,7 +376,7 @@ impl Hdu {
         if e.op != DNVM_OP_FLUSH {
             let bytes = if e.block_size == 0 { 4096 } else { u64::from(e.block_size) };
             let max = u64::from(self.caps.max_xfer_pages) * 4096;
-            if bytes % 4096 != 0 || bytes > max || e.data_addr % 4096 != 0 {
+            if bytes % 4096 != 0 || bytes > max || !e.data_addr.is_multiple_of(4096) {
                 return Err(DNVM_HDU_ERR_INVALID);
             }
             if faults.take_window(self.index) || !in_window(b.window, e.data_addr, bytes) {

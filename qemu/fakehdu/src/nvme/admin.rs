@@ -45,7 +45,7 @@ impl Controller {
     }
 
     fn to_host(&self, mem: &GuestMem, sqe: &Sqe, data: &[u8]) -> Result<u32, u16> {
-        if sqe.prp1 % 4 != 0 {
+        if !sqe.prp1.is_multiple_of(4) {
             return Err(dnr(sc::INVALID_PRP_OFFSET));
         }
         let segs = prp::segments(mem, sqe.prp1, sqe.prp2, data.len() as u64).map_err(dnr)?;
@@ -156,7 +156,7 @@ impl Controller {
         if sqe.cdw11() & 1 == 0 {
             return Err(dnr(sc::INVALID_FIELD)); // CAP.CQR: physically contiguous only
         }
-        if sqe.prp1 % 4096 != 0 {
+        if !sqe.prp1.is_multiple_of(4096) {
             return Err(dnr(sc::INVALID_PRP_OFFSET));
         }
         if cc_iocqes(self.cc_value()) != 4 || !mem.contains(sqe.prp1, u64::from(size) * 16) {
@@ -181,7 +181,7 @@ impl Controller {
         if cdw11 & 1 == 0 {
             return Err(dnr(sc::INVALID_FIELD));
         }
-        if sqe.prp1 % 4096 != 0 {
+        if !sqe.prp1.is_multiple_of(4096) {
             return Err(dnr(sc::INVALID_PRP_OFFSET));
         }
         if cc_iosqes(self.cc_value()) != 6 || !mem.contains(sqe.prp1, u64::from(size) * 64) {

@@ -57,7 +57,7 @@ impl Controller {
                 if bytes > self.max_transfer() {
                     return Err(dnr(sc::INVALID_FIELD));
                 }
-                if sqe.prp1 % 4 != 0 {
+                if !sqe.prp1.is_multiple_of(4) {
                     return Err(dnr(sc::INVALID_PRP_OFFSET));
                 }
                 let segs = prp::segments(mem, sqe.prp1, sqe.prp2, bytes).map_err(dnr)?;

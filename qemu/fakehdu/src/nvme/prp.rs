@@ -16,14 +16,14 @@ pub fn segments(mem: &GuestMem, prp1: u64, prp2: u64, len: u64) -> Result<Vec<(u
         return Ok(segs);
     }
     if left <= PAGE {
-        if prp2 % PAGE != 0 {
+        if !prp2.is_multiple_of(PAGE) {
             return Err(sc::INVALID_PRP_OFFSET);
         }
         segs.push((prp2, left));
         return Ok(segs);
     }
     // PRP2 points to a PRP list (qword aligned, may start inside a page).
-    if prp2 % 8 != 0 {
+    if !prp2.is_multiple_of(8) {
         return Err(sc::INVALID_PRP_OFFSET);
     }
     let mut list = prp2;

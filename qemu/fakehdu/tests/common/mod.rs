@@ -30,17 +30,20 @@ pub fn bring_up(dev: &mut Device) -> Identified {
     let board = dev.board.clone();
     let mut p = BringUp::for_board(&board);
     p.engines = dev.hdus[0].engines().len() as u32;
-    bring_up_with(dev, &p)
+    bring_up_with(dev, &p).0
 }
 
-pub fn bring_up_with(dev: &mut Device, p: &BringUp) -> Identified {
+/// Bring-up; also returns the host so tests can go on using its admin queue.
+pub fn bring_up_with(dev: &mut Device, p: &BringUp) -> (Identified, HostNvme) {
     let board = dev.board.clone();
-    let mem = dev.mem.clone();
-    let mut pump = || {
-        dev.run_until_idle(10_000);
-    };
-    let mut host = HostNvme::new(&mem, &board, &mut pump);
-    host.bring_up(&board, p).expect("bring-up")
+    let mut host = HostNvme::new(&dev.mem, &board);
+    let id = host.bring_up(&mut || { dev.run_until_idle(10_000); }, &board, p).expect("bring-up");
+    (id, host)
+}
+
+/// One admin command on `host`, stepping `dev`.
+pub fn admin(dev: &mut Device, host: &mut HostNvme, sqe: Sqe) -> Cqe {
+    host.admin(&mut || { dev.run_until_idle(10_000); }, sqe).expect("admin")
 }
 
 /// Rev 2 DMA window = the carve-out, on every HDU.
@@ -111,18 +114,11 @@ pub struct IoQ {
 }
 
 impl IoQ {
-    pub fn create(dev: &mut Device, qid: u16, base: u64, depth: u32, qprio: u32) -> IoQ {
-        let board = dev.board.clone();
-        let mem = dev.mem.clone();
+    pub fn create(dev: &mut Device, host: &mut HostNvme, qid: u16, base: u64, depth: u32, qprio: u32) -> IoQ {
+        let bar = dev.board.nvme_bar;
         let (sq, cq) = (base, base + 0x10000);
-        {
-            let mut pump = || {
-                dev.run_until_idle(10_000);
-            };
-            let mut host = HostNvme::new(&mem, &board, &mut pump);
-            host.create_queue_pair(qid, sq, cq, depth, qprio).expect("create queue pair");
-        }
-        IoQ { qid, sq, cq, depth, tail: 0, head: 0, phase: true, bar: board.nvme_bar }
+        host.create_queue_pair(&mut || { dev.run_until_idle(10_000); }, qid, sq, cq, depth, qprio).expect("create queue pair");
+        IoQ { qid, sq, cq, depth, tail: 0, head: 0, phase: true, bar }
     }
 
     pub fn submit(&mut self, mem: &GuestMem, sqe: &Sqe, ring: bool) {
