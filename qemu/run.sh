@@ -62,10 +62,12 @@ qemu-system-aarch64 "${MACHINE[@]}" -machine dumpdtb="$WORK/virt.dtb" -display n
 dtc -@ -q -I dts -O dtb -o "$WORK/overlay.dtbo" "$TOP/dts/qemu-virt-directnvm.dtso"
 fdtoverlay -i "$WORK/virt.dtb" -o "$WORK/board.dtb" "$WORK/overlay.dtbo"
 
-[ $DEVICE -eq 1 ] && "$FAKE" --mem-file "$SHM" --ram-base 0x40000000 --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
+if [ $DEVICE -eq 1 ]; then
+  "$FAKE" --mem-file "$SHM" --ram-base 0x40000000 --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
   --revision "$REVISION" --disk "$WORK/disk.img" --disk-size 1G --socket "$WORK/fake-hdu.sock" \
   > "$WORK/fake-hdu.log" 2>&1 &
-[ $DEVICE -eq 1 ] && FPID=$!
+  FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
+fi
 
 APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1"
 timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
