@@ -30,7 +30,7 @@ do_install:append() {
     if [ -f ${B}/target/${CARGO_TARGET_SUBDIR}/libnvmedl.so ]; then
         install -m 0755 ${B}/target/${CARGO_TARGET_SUBDIR}/libnvmedl.so ${D}${libdir}/
     fi
-    install -m 0644 ${S}/userspace/libnvmedl/include/nvmedl.h ${D}${includedir}/ || true
+    install -m 0644 ${S}/userspace/libnvmedl/include/libnvmedl.h ${D}${includedir}/ || true
 }
 
 FILES:${PN} += "${libdir}/libnvmedl.so"
