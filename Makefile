@@ -48,6 +48,7 @@ initramfs: modules guest
 
 test-host: deps
 	cargo test --workspace
+	bash scripts/gen-headers.sh --check
 
 dtcheck: deps
 	@bash scripts/dtcheck.sh

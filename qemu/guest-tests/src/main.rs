@@ -6,6 +6,7 @@
 
 mod drivers;
 mod klog;
+mod library;
 mod rawio;
 mod sys;
 mod tap;
@@ -17,6 +18,7 @@ fn main() {
             let mut t = tap::Tap::default();
             drivers::run(&mut t);
             rawio::run(&mut t);
+            library::run(&mut t);
             klog::run(&mut t);
             t.finish()
         }

@@ -1,0 +1,176 @@
+//! Errors as values. Every fallible call returns `Result<T, Error>`; the C ABI maps each
+//! variant to a distinct negative code (`Error::code`), and `nvmedl_strerror` names it.
+
+use core::fmt;
+
+/// What went wrong.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Error {
+    /// A system call failed with this errno (open, ioctl, mmap: control path only).
+    Os(i32),
+    /// The NVMe command completed with a non-zero status field
+    /// (SC | SCT << 8 | CRD << 11 | M << 13 | DNR << 14). Rev 2 only: rev 1 has no status.
+    Nvme {
+        /// The NVMe status field.
+        status: u16,
+    },
+    /// The HDU failed the entry (`DNVM_HDU_ERR_*`: window, aborted, invalid, timeout).
+    Hdu {
+        /// HDU error code.
+        code: u32,
+    },
+    /// A wait ran out (engine stuck, device gone). The handle needs `reset()` afterwards.
+    Timeout,
+    /// The LBA range lies (partly) past the end of the namespace.
+    InvalidLba,
+    /// The LBA or the buffer is not 4 KiB aligned.
+    Misaligned,
+    /// The length is 0, not a multiple of 4 KiB, or larger than one request may be.
+    BadLength,
+    /// The buffer does not lie in this handle's data slice.
+    NotFromSlice,
+    /// Every request slot is in use (submitted, in flight or completed but not polled).
+    QueueFull,
+    /// The handle cannot start I/O: controller not ready, or the engine timed out and
+    /// needs `reset()`.
+    NotReady,
+    /// The operation needs a newer HDU revision (e.g. flush, reset on rev 1).
+    Revision,
+    /// The device reported DONE but not every status word: the START was dropped or the
+    /// batch rejected (rev 2 detects this; rev 1 cannot).
+    BatchLost,
+    /// No buffer space left in the data slice.
+    NoBuffers,
+    /// An argument is out of range (core index, option name or value).
+    InvalidArgument,
+    /// The core is claimed by another open file.
+    Busy,
+    /// A panic was caught at the C boundary (a bug in the library).
+    Internal,
+}
+
+/// Result alias.
+pub type Result<T> = core::result::Result<T, Error>;
+
+impl Error {
+    /// The negative code the C ABI returns for this error. `Os(e)` is `-e`; the library's own
+    /// codes start at -1000 so they never collide with an errno.
+    pub fn code(&self) -> i32 {
+        match *self {
+            Error::Os(e) => -e.abs().max(1),
+            Error::Nvme { .. } => -1001,
+            Error::Hdu { .. } => -1002,
+            Error::Timeout => -1003,
+            Error::InvalidLba => -1004,
+            Error::Misaligned => -1005,
+            Error::BadLength => -1006,
+            Error::NotFromSlice => -1007,
+            Error::QueueFull => -1008,
+            Error::NotReady => -1009,
+            Error::Revision => -1010,
+            Error::BatchLost => -1011,
+            Error::NoBuffers => -1012,
+            Error::InvalidArgument => -1013,
+            Error::Busy => -1014,
+            Error::Internal => -1015,
+        }
+    }
+
+    /// The NVMe status field, when the device reported one.
+    pub fn nvme_status(&self) -> Option<u16> {
+        match *self {
+            Error::Nvme { status } => Some(status),
+            _ => None,
+        }
+    }
+
+    /// The error of the last failed system call.
+    pub(crate) fn last_os() -> Error {
+        Error::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
+    }
+
+    /// Static description of a C error code (what `nvmedl_strerror` returns).
+    pub fn describe_code(code: i32) -> &'static str {
+        match code {
+            0 => "success",
+            -1001 => "NVMe command failed (see the completion's NVMe status)",
+            -1002 => "HDU rejected the request (window, aborted, invalid or timeout)",
+            -1003 => "timed out waiting for the engine (reset the handle)",
+            -1004 => "LBA range past the end of the namespace",
+            -1005 => "LBA or buffer not 4 KiB aligned",
+            -1006 => "length zero, not a multiple of 4 KiB, or too large",
+            -1007 => "buffer not from this handle's data slice",
+            -1008 => "queue full",
+            -1009 => "not ready (controller down, or engine needs reset)",
+            -1010 => "not supported by this HDU revision",
+            -1011 => "batch lost: START dropped or batch rejected by the HDU",
+            -1012 => "no buffer space left in the data slice",
+            -1013 => "invalid argument",
+            -1014 => "core already claimed",
+            -1015 => "internal error (caught panic)",
+            c if c < 0 => errno_name(-c),
+            _ => "unknown code",
+        }
+    }
+}
+
+fn errno_name(e: i32) -> &'static str {
+    match e {
+        libc::ENOENT => "no such device node (modules loaded?)",
+        libc::EACCES => "permission denied",
+        libc::EBUSY => "device or core busy",
+        libc::EINVAL => "invalid argument (kernel)",
+        libc::ENODEV => "no such device",
+        libc::ENOTTY => "inappropriate ioctl (ABI mismatch?)",
+        libc::EOPNOTSUPP => "operation not supported",
+        libc::ETIMEDOUT => "timed out (kernel)",
+        libc::EIO => "I/O error (kernel)",
+        libc::ENOMEM => "out of memory",
+        libc::EPERM => "operation not permitted",
+        _ => "system error",
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match *self {
+            Error::Os(e) => write!(f, "{} (errno {e})", std::io::Error::from_raw_os_error(e)),
+            Error::Nvme { status } => {
+                write!(f, "NVMe status {status:#06x} (SCT {}, SC {:#04x})", (status >> 8) & 7, status & 0xff)
+            }
+            Error::Hdu { code } => write!(f, "HDU error {code}: {}", hdu_err_name(code)),
+            e => f.write_str(Error::describe_code(e.code())),
+        }
+    }
+}
+
+impl std::error::Error for Error {}
+
+/// Name of a `DNVM_HDU_ERR_*` code.
+pub fn hdu_err_name(code: u32) -> &'static str {
+    use directnvm_abi::*;
+    match code {
+        DNVM_HDU_ERR_NONE => "none",
+        DNVM_HDU_ERR_WINDOW => "outside the DMA window",
+        DNVM_HDU_ERR_ABORTED => "aborted by reset",
+        DNVM_HDU_ERR_INVALID => "malformed entry",
+        DNVM_HDU_ERR_TIMEOUT => "controller timeout",
+        _ => "unknown",
+    }
+}
+
+/// Decode a rev 2 status word into a result.
+pub fn status_result(word: u32) -> Result<()> {
+    use directnvm_abi::*;
+    if word & DNVM_STATUS_DONE == 0 {
+        return Err(Error::BatchLost);
+    }
+    let hdu = dnvm_status_hdu(word);
+    if hdu != DNVM_HDU_ERR_NONE {
+        return Err(Error::Hdu { code: hdu });
+    }
+    match dnvm_status_nvme(word) {
+        0 => Ok(()),
+        status => Err(Error::Nvme { status }),
+    }
+}

@@ -1,0 +1,1042 @@
+//! `Device` (one engine) and `Handle` (one claimed core): buffers, requests, the two-level
+//! queue, submit and poll.
+//!
+//! ## The two-level queue
+//! Level 1 is software: `submit` puts a request into a pre-sized slot table and hands its id
+//! to the handle's [`Scheduler`]. Level 2 is the hardware batch: when the HDU is idle the
+//! handle takes requests from the scheduler until the batch is full, writes their 24-byte
+//! entries into the staging queue, and stores START. One batch is in flight per HDU at a time
+//! (a START while busy is lost, docs/hardware.md §7.4); requests submitted meanwhile wait in
+//! level 1 and go out as the next batch when `poll` sees DONE.
+//!
+//! Batch limits: rev 1 at most min(170, staging entries) entries (the 4 KiB burst rule),
+//! 4 KiB per entry; rev 2 at most min(CAPS.max_nreqs, staging entries) entries of up to
+//! CAPS.max_xfer_pages pages each. A request longer than one entry is split into several
+//! entries of the same batch.
+//!
+//! ## Completion status
+//! Rev 2 writes one status word per entry; a request fails with the first non-zero status of
+//! its entries ([`Error::Nvme`] with the NVMe status field, or [`Error::Hdu`]). **Rev 1 has no
+//! status**: a batch that reaches DONE is reported as all requests succeeding, whatever the
+//! SSD answered, and a START the HDU dropped after an earlier batch is indistinguishable from
+//! a finished batch (DONE stays 1). Use rev 2 where errors matter.
+//!
+//! ## Priorities
+//! Every request carries an urgency class (0 urgent .. 3 low; default: the handle's
+//! `priority`). On rev 2 the HDU routes it to engine `dnvm_engine_for_urgency` (per-I/O
+//! priority through NVMe WRR). **Rev 1 ignores it**: the handle's single engine serves every
+//! request; only the software scheduler (e.g. [`crate::PriorityDeadline`]) still orders by it.
+//!
+//! ## I/O path rules
+//! After `Device::handle`, submit/poll/sync calls allocate nothing and make no system call
+//! (unless `yield_spins` is set, which calls `sched_yield` in blocking waits). Every wait is
+//! bounded by the handle's timeout.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::marker::PhantomData;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use directnvm_abi::*;
+
+use crate::alloc::{PageAlloc, PAGE};
+use crate::error::{status_result, Error, Result};
+use crate::mmio;
+use crate::platform::{CoreMapping, Platform, Region};
+use crate::sched::{Fifo, SchedInfo, Scheduler};
+
+static NEXT_UID: AtomicU64 = AtomicU64::new(1);
+
+/// One DirectNVM engine (what `/dev/directnvm` describes).
+#[derive(Clone)]
+pub struct Device {
+    platform: Arc<dyn Platform>,
+    info: DnvmInfo,
+}
+
+impl Device {
+    /// Open `/dev/directnvm`.
+    pub fn open() -> Result<Device> {
+        Self::open_path(crate::chardev::DEFAULT_DEVICE)
+    }
+
+    /// Open the engine device at `path`.
+    pub fn open_path(path: &str) -> Result<Device> {
+        Self::from_platform(Arc::new(crate::chardev::CharDev::open(path)?))
+    }
+
+    /// A device on any backend (e.g. `inproc::InProc`).
+    pub fn from_platform(platform: Arc<dyn Platform>) -> Result<Device> {
+        let info = platform.info()?;
+        Ok(Device { platform, info })
+    }
+
+    /// Device information as read at open (`refresh_info` re-reads it).
+    pub fn info(&self) -> &DnvmInfo {
+        &self.info
+    }
+
+    /// Re-read the device information (e.g. after `controller_init`).
+    pub fn refresh_info(&mut self) -> Result<&DnvmInfo> {
+        self.info = self.platform.info()?;
+        Ok(&self.info)
+    }
+
+    /// Region layout.
+    pub fn layout(&self) -> Result<DnvmLayout> {
+        self.platform.layout()
+    }
+
+    /// Number of cores (HDUs).
+    pub fn cores(&self) -> u32 {
+        self.info.cores
+    }
+
+    /// The backend.
+    pub fn platform(&self) -> &Arc<dyn Platform> {
+        &self.platform
+    }
+
+    /// HDU information of `core` (briefly opens the HDU; fails with `Busy` while a handle
+    /// owns it).
+    pub fn hdu_info(&self, core: u32) -> Result<HduInfo> {
+        self.platform.hdu_info(core)
+    }
+
+    /// Reset the engine of `core` (rev 2).
+    pub fn reset_hdu(&self, core: u32) -> Result<()> {
+        self.platform.reset_hdu(core)
+    }
+
+    /// Program NVMe arbitration (burst log2, weights minus one).
+    pub fn set_arbitration(&self, a: DnvmArbitration) -> Result<()> {
+        self.platform.set_arbitration(a)
+    }
+
+    /// Re-initialise the controller (no core may be claimed).
+    pub fn controller_init(&self) -> Result<()> {
+        self.platform.controller_init()
+    }
+
+    /// A handle on `core` with default options.
+    pub fn handle(&self, core: u32) -> Result<Handle> {
+        self.handle_with(core, HandleOptions::default())
+    }
+
+    /// A handle on `core`.
+    pub fn handle_with(&self, core: u32, opts: HandleOptions) -> Result<Handle> {
+        Handle::new(self, core, opts)
+    }
+}
+
+/// Options fixed at handle creation (some can be changed later with setters).
+pub struct HandleOptions {
+    /// Request slots (staged + in flight + completed but not polled). Every ring is sized
+    /// from this once.
+    pub capacity: usize,
+    /// Largest number of requests staged or in flight (≤ capacity); `submit` on a full
+    /// queue drives the device and waits (the paper's behaviour).
+    pub iodepth: usize,
+    /// Default urgency class of requests (0 urgent .. 3 low).
+    pub priority: u16,
+    /// Bound of every wait (one batch, a full-queue wait, a sync call).
+    pub timeout: Duration,
+    /// Start a batch once this many requests are staged (1 = as soon as the HDU is idle).
+    pub batch: usize,
+    /// In blocking waits, call `sched_yield` after this many empty polls (0 = pure spin).
+    pub yield_spins: u32,
+    /// Level-1 scheduler.
+    pub scheduler: Box<dyn Scheduler>,
+}
+
+impl Default for HandleOptions {
+    fn default() -> Self {
+        Self {
+            capacity: 1024,
+            iodepth: 1024,
+            priority: DNVM_URGENCY_HIGH,
+            timeout: Duration::from_secs(5),
+            batch: 1,
+            yield_spins: 0,
+            scheduler: Box::new(Fifo::default()),
+        }
+    }
+}
+
+/// Operation of a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Op {
+    /// SSD → buffer.
+    Read,
+    /// Buffer → SSD.
+    Write,
+    /// Flush the volatile write cache (rev 2 only).
+    Flush,
+}
+
+/// A region of a handle's data slice, 4 KiB aligned, with its bus address.
+///
+/// The memory is shared with the device: while a request using the buffer is in flight, its
+/// contents are undefined (reads land in it, writes are taken from it).
+#[derive(Debug)]
+pub struct Buffer {
+    owner: u64,
+    page: usize,
+    pages: usize,
+    ptr: *mut u8,
+    bus: u64,
+}
+
+// SAFETY: a Buffer names memory of the data slice; it carries no thread affinity.
+unsafe impl Send for Buffer {}
+
+impl Buffer {
+    /// Length in bytes.
+    pub fn len(&self) -> usize {
+        self.pages * PAGE
+    }
+    /// Never empty (buffers are at least one page).
+    pub fn is_empty(&self) -> bool {
+        false
+    }
+    /// Bus address the engine uses.
+    pub fn bus(&self) -> u64 {
+        self.bus
+    }
+    /// Pointer in this process.
+    pub fn as_ptr(&self) -> *mut u8 {
+        self.ptr
+    }
+    /// The bytes (do not read while a request using this buffer is in flight).
+    pub fn as_slice(&self) -> &[u8] {
+        // SAFETY: the pages belong to this buffer alone (allocator) and stay mapped while the
+        // handle lives; the caller keeps I/O and CPU access apart (type docs).
+        unsafe { core::slice::from_raw_parts(self.ptr, self.len()) }
+    }
+    /// The bytes, writable.
+    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+        // SAFETY: as for `as_slice`; `&mut self` makes this the only CPU view.
+        unsafe { core::slice::from_raw_parts_mut(self.ptr, self.len()) }
+    }
+}
+
+/// One I/O request.
+#[derive(Clone, Copy, Debug)]
+pub struct Request {
+    op: Op,
+    lba: u64,
+    len: u32,
+    owner: u64,
+    data_off: usize,
+    buf_len: usize,
+    priority: Option<u16>,
+    deadline: Option<Duration>,
+    tag: Option<u64>,
+}
+
+impl Request {
+    fn on(op: Op, buf: &Buffer, lba: u64) -> Request {
+        Request {
+            op,
+            lba,
+            len: buf.len().min(u32::MAX as usize) as u32,
+            owner: buf.owner,
+            data_off: buf.page * PAGE,
+            buf_len: buf.len(),
+            priority: None,
+            deadline: None,
+            tag: None,
+        }
+    }
+    /// Read `buf.len()` bytes at `lba` (512-byte units, 4 KiB aligned) into `buf`.
+    pub fn read(buf: &Buffer, lba: u64) -> Request {
+        Self::on(Op::Read, buf, lba)
+    }
+    /// Write `buf` at `lba`.
+    pub fn write(buf: &Buffer, lba: u64) -> Request {
+        Self::on(Op::Write, buf, lba)
+    }
+    /// Flush the SSD's volatile write cache (rev 2).
+    pub fn flush() -> Request {
+        Request { op: Op::Flush, lba: 0, len: 0, owner: 0, data_off: 0, buf_len: 0, priority: None, deadline: None, tag: None }
+    }
+    /// Transfer only `len` bytes (multiple of 4 KiB, at most the buffer).
+    pub fn len(mut self, len: u32) -> Request {
+        self.len = len;
+        self
+    }
+    /// Urgency class 0 (urgent) .. 3 (low) of this request.
+    pub fn priority(mut self, p: u16) -> Request {
+        self.priority = Some(p);
+        self
+    }
+    /// Deadline relative to submission (used by deadline-aware schedulers).
+    pub fn deadline(mut self, d: Duration) -> Request {
+        self.deadline = Some(d);
+        self
+    }
+    /// Caller's tag, returned in the completion (default: a per-handle sequence number).
+    pub fn tag(mut self, t: u64) -> Request {
+        self.tag = Some(t);
+        self
+    }
+    /// The operation.
+    pub fn op(&self) -> Op {
+        self.op
+    }
+}
+
+/// A finished request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Completion {
+    /// The request's tag.
+    pub tag: u64,
+    /// Outcome.
+    pub result: Result<()>,
+}
+
+/// Counters of a handle.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HandleStats {
+    /// Requests accepted by submit.
+    pub submitted: u64,
+    /// Requests completed (any result).
+    pub completed: u64,
+    /// Requests completed with an error.
+    pub errors: u64,
+    /// Hardware batches started.
+    pub batches: u64,
+    /// Staging entries written.
+    pub entries: u64,
+    /// Largest batch in entries.
+    pub max_batch: u32,
+    /// Batches that timed out.
+    pub timeouts: u64,
+}
+
+#[derive(Clone, Copy, Default)]
+struct Slot {
+    op: u16,
+    urgency: u16,
+    lba: u64,
+    len: u32,
+    bus: u64,
+    tag: u64,
+    entries: u32,
+    first_entry: u32,
+    sync: bool,
+    info: SchedInfo,
+}
+
+impl Default for SchedInfo {
+    fn default() -> Self {
+        SchedInfo { priority: 0, seq: 0, deadline_ns: u64::MAX }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Hw {
+    Idle,
+    /// A batch runs; `seen` once START read 0 (the device consumed it, so DONE is current).
+    InFlight { started_ns: u64, seen: bool },
+    /// The batch timed out; its requests were failed. Waiting for a late DONE or `reset()`.
+    Wedged { seen: bool },
+}
+
+/// A claimed core: the only way to do I/O. `Send` (move it to the thread that uses it), not
+/// `Sync` (one thread drives one HDU; the hardware has no locking).
+pub struct Handle {
+    map: Box<dyn CoreMapping>,
+    regs: *mut u64,
+    staging: *mut DnvmEntry,
+    staging_bus: u64,
+    status: *mut u32,
+    status_bus: u64,
+    data: Region,
+    revision: u32,
+    caps: HduCaps,
+    core: u32,
+    batch_max: u32,
+    entry_bytes: u32,
+    capacity_lbas: u64,
+    slots: Vec<Slot>,
+    free: Vec<u32>,
+    sched: Box<dyn Scheduler>,
+    inflight: Vec<u32>,
+    done: VecDeque<Completion>,
+    iodepth: usize,
+    batch: usize,
+    priority: u16,
+    timeout: Duration,
+    yield_spins: u32,
+    epoch: Instant,
+    hw: Hw,
+    nreqs_reg: u64,
+    polls: u32,
+    seq: u64,
+    alloc: PageAlloc,
+    runs: Vec<u32>,
+    uid: u64,
+    sync_result: Option<Result<()>>,
+    stats: HandleStats,
+    _not_sync: PhantomData<Cell<()>>,
+}
+
+// SAFETY: the raw pointers point into mappings owned by `map`, which moves with the handle;
+// nothing is shared with other threads except through the device.
+unsafe impl Send for Handle {}
+
+impl Handle {
+    fn new(dev: &Device, core: u32, opts: HandleOptions) -> Result<Handle> {
+        let info = dev.platform.info()?;
+        if info.flags & DNVM_INFO_READY == 0 {
+            return Err(Error::NotReady);
+        }
+        if opts.capacity == 0 || opts.capacity > 1 << 20 || opts.iodepth == 0 || opts.batch == 0 || opts.priority > 3 {
+            return Err(Error::InvalidArgument);
+        }
+        let map = dev.platform.open_core(core)?;
+        let hinfo = map.hdu_info();
+        let (revision, caps) = match hinfo.revision {
+            HDU_REV1 => (HDU_REV1, HduCaps::REV1),
+            HDU_REV2 => (HDU_REV2, HduCaps::from_reg(hinfo.caps)),
+            _ => return Err(Error::Revision),
+        };
+        let (st, ss, sd) = (map.staging(), map.status(), map.data());
+        let staging_entries = (st.len / DNVM_ENTRY_SIZE) as u32;
+        let batch_max = if revision == HDU_REV1 {
+            staging_entries.min(DNVM_REV1_MAX_NREQS)
+        } else {
+            staging_entries.min(caps.max_nreqs).min((ss.len / 4) as u32)
+        };
+        let entry_bytes = if revision == HDU_REV1 {
+            DNVM_REV1_BLOCK_SIZE
+        } else {
+            (caps.max_xfer_pages.max(1) * 4096).min(info.max_transfer.max(4096)) / 4096 * 4096
+        };
+        if batch_max == 0 || st.bus % DNVM_PAGE_SIZE != 0 || sd.bus % DNVM_PAGE_SIZE != 0 {
+            return Err(Error::Misaligned);
+        }
+        let mut sched = opts.scheduler;
+        sched.reserve(opts.capacity);
+        let pages = sd.len / PAGE;
+        let mut h = Handle {
+            regs: map.regs(),
+            staging: st.ptr.cast(),
+            staging_bus: st.bus,
+            status: ss.ptr.cast(),
+            status_bus: ss.bus,
+            data: sd,
+            map,
+            revision,
+            caps,
+            core,
+            batch_max,
+            entry_bytes,
+            capacity_lbas: info.capacity_lbas,
+            slots: vec![Slot::default(); opts.capacity],
+            free: (0..opts.capacity as u32).rev().collect(),
+            sched,
+            inflight: Vec::with_capacity(batch_max as usize),
+            done: VecDeque::with_capacity(opts.capacity),
+            iodepth: opts.iodepth.min(opts.capacity),
+            batch: opts.batch,
+            priority: opts.priority,
+            timeout: opts.timeout,
+            yield_spins: opts.yield_spins,
+            epoch: Instant::now(),
+            hw: Hw::Idle,
+            nreqs_reg: u64::MAX,
+            polls: 0,
+            seq: 0,
+            alloc: PageAlloc::new(pages),
+            runs: vec![0; pages],
+            uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
+            sync_result: None,
+            stats: HandleStats::default(),
+            _not_sync: PhantomData,
+        };
+        h.program_queue_regs();
+        Ok(h)
+    }
+
+    /// REQBUF (one 64-bit store) and STATUSBUF are sticky: program them once per (re)start.
+    fn program_queue_regs(&mut self) {
+        // SAFETY: `regs` is the mapped HDU page; offsets are ABI register offsets.
+        unsafe {
+            mmio::wr(self.regs, HDU_REG_REQBUF, self.staging_bus);
+            if self.revision >= HDU_REV2 {
+                mmio::wr(self.regs, HDU_REG_STATUSBUF, self.status_bus);
+            }
+        }
+        self.nreqs_reg = u64::MAX;
+    }
+
+    // ---------------------------------------------------------------- accessors and options
+
+    /// Core index.
+    pub fn core(&self) -> u32 {
+        self.core
+    }
+    /// HDU revision (1 or 2).
+    pub fn revision(&self) -> u32 {
+        self.revision
+    }
+    /// HDU capabilities.
+    pub fn caps(&self) -> HduCaps {
+        self.caps
+    }
+    /// Most entries per hardware batch.
+    pub fn batch_max(&self) -> u32 {
+        self.batch_max
+    }
+    /// Largest transfer of one staging entry in bytes.
+    pub fn entry_bytes(&self) -> u32 {
+        self.entry_bytes
+    }
+    /// Largest request length in bytes.
+    pub fn max_request(&self) -> u64 {
+        u64::from(self.batch_max) * u64::from(self.entry_bytes)
+    }
+    /// Namespace capacity in 512-byte LBAs.
+    pub fn capacity_lbas(&self) -> u64 {
+        self.capacity_lbas
+    }
+    /// Size of the data slice in bytes.
+    pub fn data_size(&self) -> usize {
+        self.data.len
+    }
+    /// Free bytes in the data slice.
+    pub fn data_free(&self) -> usize {
+        self.alloc.free_pages() * PAGE
+    }
+    /// Counters.
+    pub fn stats(&self) -> HandleStats {
+        self.stats
+    }
+    /// Requests staged, in flight, or completed but not yet polled (at most `capacity`).
+    pub fn outstanding(&self) -> usize {
+        self.slots.len() - self.free.len() + self.done.len()
+    }
+    /// Requests not yet completed (staged or in flight).
+    pub fn pending(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+    /// The engine that serves urgency `priority` (rev 2 routing; 0 on rev 1).
+    pub fn engine_for(&self, priority: u16) -> u32 {
+        if self.revision >= HDU_REV2 {
+            dnvm_engine_for_urgency(priority, self.caps.engines)
+        } else {
+            0
+        }
+    }
+    /// Set the queue depth (1..=capacity).
+    pub fn set_iodepth(&mut self, v: usize) -> Result<()> {
+        if v == 0 || v > self.slots.len() {
+            return Err(Error::InvalidArgument);
+        }
+        self.iodepth = v;
+        Ok(())
+    }
+    /// Set the default urgency class (0..=3).
+    pub fn set_priority(&mut self, p: u16) -> Result<()> {
+        if p >= DNVM_URGENCY_CLASSES as u16 {
+            return Err(Error::InvalidArgument);
+        }
+        self.priority = p;
+        Ok(())
+    }
+    /// Set the staged-request threshold that starts a batch (1..=capacity).
+    pub fn set_batch(&mut self, v: usize) -> Result<()> {
+        if v == 0 || v > self.slots.len() {
+            return Err(Error::InvalidArgument);
+        }
+        self.batch = v;
+        Ok(())
+    }
+    /// Set the wait bound.
+    pub fn set_timeout(&mut self, t: Duration) {
+        self.timeout = t;
+    }
+    /// Set the blocking-wait yield policy (0 = pure spin).
+    pub fn set_yield_spins(&mut self, n: u32) {
+        self.yield_spins = n;
+    }
+
+    // ---------------------------------------------------------------------------- buffers
+
+    /// Allocate a buffer of `len` bytes (rounded up to 4 KiB) from the data slice.
+    pub fn buf_alloc(&mut self, len: usize) -> Result<Buffer> {
+        if len == 0 {
+            return Err(Error::BadLength);
+        }
+        let pages = len.div_ceil(PAGE);
+        let page = self.alloc.alloc(pages).ok_or(Error::NoBuffers)?;
+        self.runs[page] = pages as u32;
+        Ok(self.buffer(page, pages))
+    }
+
+    fn buffer(&self, page: usize, pages: usize) -> Buffer {
+        let off = page * PAGE;
+        // SAFETY: `page + pages` lies inside the data slice (allocator bounds).
+        let ptr = unsafe { self.data.ptr.add(off) };
+        Buffer { owner: self.uid, page, pages, ptr, bus: self.data.bus + off as u64 }
+    }
+
+    /// Return a buffer to the data slice.
+    pub fn buf_free(&mut self, buf: Buffer) -> Result<()> {
+        if buf.owner != self.uid || self.runs.get(buf.page) != Some(&(buf.pages as u32)) {
+            return Err(Error::NotFromSlice);
+        }
+        self.runs[buf.page] = 0;
+        if self.alloc.free(buf.page, buf.pages) {
+            Ok(())
+        } else {
+            Err(Error::NotFromSlice)
+        }
+    }
+
+    /// The buffer that `nvmedl_buf_alloc` returned as `ptr` (C ABI support).
+    pub fn buffer_at_ptr(&self, ptr: *const u8) -> Result<Buffer> {
+        let off = (ptr as usize).wrapping_sub(self.data.ptr as usize);
+        if off >= self.data.len {
+            return Err(Error::NotFromSlice);
+        }
+        if !off.is_multiple_of(PAGE) {
+            return Err(Error::Misaligned);
+        }
+        match self.runs[off / PAGE] {
+            0 => Err(Error::NotFromSlice),
+            n => Ok(self.buffer(off / PAGE, n as usize)),
+        }
+    }
+
+    /// A request on raw memory of the data slice at `ptr` (C ABI support): `ptr` must be
+    /// 4 KiB aligned and `[ptr, ptr + len)` inside the slice.
+    pub fn request_at_ptr(&self, op: Op, ptr: *const u8, lba: u64, len: u32) -> Result<Request> {
+        let off = (ptr as usize).wrapping_sub(self.data.ptr as usize);
+        if off >= self.data.len {
+            return Err(Error::NotFromSlice);
+        }
+        if !off.is_multiple_of(PAGE) {
+            return Err(Error::Misaligned);
+        }
+        Ok(Request {
+            op,
+            lba,
+            len,
+            owner: self.uid,
+            data_off: off,
+            buf_len: self.data.len - off,
+            priority: None,
+            deadline: None,
+            tag: None,
+        })
+    }
+
+    // ----------------------------------------------------------------------------- submit
+
+    fn now_ns(&self) -> u64 {
+        self.epoch.elapsed().as_nanos() as u64
+    }
+
+    /// Check a request and build its slot (no side effects).
+    fn prepare(&self, r: &Request) -> Result<Slot> {
+        let urgency = r.priority.unwrap_or(self.priority);
+        if urgency >= DNVM_URGENCY_CLASSES as u16 {
+            return Err(Error::InvalidArgument);
+        }
+        let mut s = Slot { urgency, ..Slot::default() };
+        match r.op {
+            Op::Flush => {
+                if self.revision < HDU_REV2 {
+                    return Err(Error::Revision);
+                }
+                s.op = DNVM_OP_FLUSH;
+                s.entries = 1;
+                return Ok(s);
+            }
+            Op::Read => s.op = DNVM_OP_READ,
+            Op::Write => s.op = DNVM_OP_WRITE,
+        }
+        if r.owner != self.uid {
+            return Err(Error::NotFromSlice);
+        }
+        if r.len == 0 || !(r.len as usize).is_multiple_of(PAGE) || r.len as usize > r.buf_len {
+            return Err(Error::BadLength);
+        }
+        let entries = r.len.div_ceil(self.entry_bytes);
+        if entries > self.batch_max {
+            return Err(Error::BadLength);
+        }
+        if !r.lba.is_multiple_of(PAGE as u64 / u64::from(DNVM_LBA_SIZE)) || !r.data_off.is_multiple_of(PAGE) {
+            return Err(Error::Misaligned);
+        }
+        let nlb = u64::from(r.len) / u64::from(DNVM_LBA_SIZE);
+        if r.lba.checked_add(nlb).is_none_or(|end| end > self.capacity_lbas) {
+            return Err(Error::InvalidLba);
+        }
+        s.lba = r.lba;
+        s.len = r.len;
+        s.bus = self.data.bus + r.data_off as u64;
+        s.entries = entries;
+        Ok(s)
+    }
+
+    fn enqueue(&mut self, mut s: Slot, r: &Request, sync: bool) -> u64 {
+        let now = self.now_ns();
+        self.seq += 1;
+        s.tag = r.tag.unwrap_or(self.seq);
+        s.sync = sync;
+        s.info = SchedInfo {
+            priority: s.urgency,
+            seq: self.seq,
+            deadline_ns: r.deadline.map_or(u64::MAX, |d| now.saturating_add(d.as_nanos() as u64)),
+        };
+        // The caller checked that a slot is free.
+        let id = self.free.pop().unwrap_or_default();
+        self.slots[id as usize] = s;
+        self.sched.push(id, s.info);
+        self.stats.submitted += 1;
+        if self.hw == Hw::Idle && self.sched.len() >= self.batch {
+            self.launch();
+        }
+        s.tag
+    }
+
+    /// `iodepth` requests are staged or in flight.
+    fn full(&self) -> bool {
+        self.pending() >= self.iodepth || self.no_room()
+    }
+
+    /// Every slot or completion-ring entry is taken (completions nobody polled count).
+    fn no_room(&self) -> bool {
+        self.free.is_empty() || self.outstanding() >= self.done.capacity().min(self.slots.len())
+    }
+
+    /// Queue a request; returns its tag. On a full queue, start what is staged and wait for
+    /// completions (bounded by the timeout); `QueueFull` if the queue is full of completions
+    /// nobody polled.
+    pub fn submit(&mut self, r: Request) -> Result<u64> {
+        let s = self.prepare(&r)?;
+        if matches!(self.hw, Hw::Wedged { .. }) {
+            return Err(Error::NotReady);
+        }
+        if self.full() {
+            let t0 = Instant::now();
+            let mut spins = 0;
+            while self.full() && self.pending() > 0 {
+                self.progress(true);
+                if matches!(self.hw, Hw::Wedged { .. }) {
+                    return Err(Error::Timeout);
+                }
+                self.relax(&mut spins, t0)?;
+            }
+            if self.full() {
+                return Err(Error::QueueFull);
+            }
+        }
+        Ok(self.enqueue(s, &r, false))
+    }
+
+    /// Queue a request, or `QueueFull` at once if the queue is full.
+    pub fn try_submit(&mut self, r: Request) -> Result<u64> {
+        let s = self.prepare(&r)?;
+        if matches!(self.hw, Hw::Wedged { .. }) {
+            return Err(Error::NotReady);
+        }
+        if self.full() {
+            return Err(Error::QueueFull);
+        }
+        Ok(self.enqueue(s, &r, false))
+    }
+
+    /// Start whatever is staged if the HDU is idle (ignores the `batch` threshold).
+    pub fn kick(&mut self) {
+        self.progress(true);
+    }
+
+    // ------------------------------------------------------------------ hardware batches
+
+    fn launch(&mut self) {
+        let now = self.now_ns();
+        let mut n = 0u32;
+        self.inflight.clear();
+        while let Some(id) = self.sched.pop(now) {
+            let s = self.slots[id as usize];
+            if n + s.entries > self.batch_max {
+                self.sched.unpop(id, s.info);
+                break;
+            }
+            self.slots[id as usize].first_entry = n;
+            let mut done = 0u32;
+            for i in 0..s.entries {
+                let bytes = if s.op == DNVM_OP_FLUSH { 0 } else { (s.len - done).min(self.entry_bytes) };
+                let e = DnvmEntry {
+                    op: s.op,
+                    urgency: s.urgency,
+                    block_size: bytes,
+                    data_addr: if s.op == DNVM_OP_FLUSH { 0 } else { s.bus + u64::from(done) },
+                    lba: if s.op == DNVM_OP_FLUSH { 0 } else { s.lba + u64::from(done / DNVM_LBA_SIZE) },
+                };
+                // SAFETY: n + i < batch_max <= entries of the mapped staging region. Plain
+                // stores to the write-combining mapping; `before_start` publishes them.
+                unsafe { self.staging.add((n + i) as usize).write(e) };
+                if self.revision >= HDU_REV2 {
+                    // SAFETY: batch_max <= status words of the mapped status region.
+                    unsafe { self.status.add((n + i) as usize).write(0) };
+                }
+                done += bytes;
+            }
+            n += s.entries;
+            self.inflight.push(id);
+        }
+        if n == 0 {
+            return;
+        }
+        // SAFETY: `regs` is the mapped HDU page.
+        unsafe {
+            if self.nreqs_reg != u64::from(n) {
+                mmio::wr(self.regs, HDU_REG_NREQS, u64::from(n));
+                self.nreqs_reg = u64::from(n);
+            }
+            mmio::before_start();
+            mmio::wr(self.regs, HDU_REG_START, HDU_START_GO);
+        }
+        self.stats.batches += 1;
+        self.stats.entries += u64::from(n);
+        self.stats.max_batch = self.stats.max_batch.max(n);
+        self.hw = Hw::InFlight { started_ns: now, seen: false };
+    }
+
+    /// True once DONE of the current batch is visible (handles the stale-DONE hazard).
+    fn batch_done(&mut self, seen: &mut bool) -> bool {
+        // SAFETY: `regs` is the mapped HDU page.
+        unsafe {
+            if !*seen {
+                // The model clears DONE before START; the RTL's START always reads 0 and DONE
+                // clears 2 cycles after the write (docs/hardware.md §7.3).
+                if mmio::rd(self.regs, HDU_REG_START) != 0 {
+                    return false;
+                }
+                *seen = true;
+            }
+            mmio::rd(self.regs, HDU_REG_DONE) & HDU_DONE_BIT != 0
+        }
+    }
+
+    fn complete(&mut self, id: u32, result: Result<()>) {
+        let s = self.slots[id as usize];
+        self.free.push(id);
+        self.stats.completed += 1;
+        if result.is_err() {
+            self.stats.errors += 1;
+        }
+        if s.sync {
+            self.sync_result = Some(result);
+        } else {
+            self.done.push_back(Completion { tag: s.tag, result });
+        }
+    }
+
+    fn harvest(&mut self) {
+        mmio::after_done();
+        for k in 0..self.inflight.len() {
+            let id = self.inflight[k];
+            let s = self.slots[id as usize];
+            let mut r = Ok(());
+            if self.revision >= HDU_REV2 {
+                for e in s.first_entry..s.first_entry + s.entries {
+                    // SAFETY: e < batch_max <= status words of the mapped region; the HDU
+                    // wrote them before DONE.
+                    let w = unsafe { self.status.add(e as usize).read_volatile() };
+                    if let Err(err) = status_result(w) {
+                        r = Err(err);
+                        break;
+                    }
+                }
+            }
+            self.complete(id, r);
+        }
+        self.inflight.clear();
+    }
+
+    /// Fail the in-flight batch (Timeout) and everything staged (NotReady).
+    fn wedge(&mut self, seen: bool) {
+        self.stats.timeouts += 1;
+        for k in 0..self.inflight.len() {
+            self.complete(self.inflight[k], Err(Error::Timeout));
+        }
+        self.inflight.clear();
+        while let Some(id) = self.sched.pop(u64::MAX) {
+            self.complete(id, Err(Error::NotReady));
+        }
+        self.hw = Hw::Wedged { seen };
+    }
+
+    /// Advance the hardware state machine once; `check_time` reads the clock.
+    fn progress(&mut self, check_time: bool) {
+        match self.hw {
+            Hw::InFlight { started_ns, mut seen } => {
+                if self.batch_done(&mut seen) {
+                    self.harvest();
+                    self.hw = Hw::Idle;
+                } else {
+                    self.hw = Hw::InFlight { started_ns, seen };
+                    if check_time && self.now_ns().saturating_sub(started_ns) > self.timeout.as_nanos() as u64 {
+                        self.wedge(seen);
+                    }
+                    return;
+                }
+            }
+            Hw::Wedged { mut seen } => {
+                // A late DONE ends the wedge (the failed batch finished after all).
+                if self.batch_done(&mut seen) {
+                    self.hw = Hw::Idle;
+                } else {
+                    self.hw = Hw::Wedged { seen };
+                }
+                return;
+            }
+            Hw::Idle => {}
+        }
+        if !self.sched.is_empty() {
+            self.launch();
+        }
+    }
+
+    /// Spin/yield step of a blocking wait; `Timeout` past the deadline.
+    fn relax(&self, spins: &mut u32, t0: Instant) -> Result<()> {
+        *spins += 1;
+        if (*spins).is_multiple_of(64) && t0.elapsed() > self.timeout + self.timeout {
+            return Err(Error::Timeout);
+        }
+        if self.yield_spins != 0 && (*spins).is_multiple_of(self.yield_spins) {
+            std::thread::yield_now();
+        } else {
+            core::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------------- poll
+
+    /// Drive the device and move finished requests into `out`; returns how many. Never
+    /// blocks; with nothing pending it returns 0.
+    pub fn poll(&mut self, out: &mut [Completion]) -> usize {
+        self.polls = self.polls.wrapping_add(1);
+        self.progress(self.polls.is_multiple_of(32));
+        let mut n = 0;
+        while n < out.len() {
+            match self.done.pop_front() {
+                Some(c) => {
+                    out[n] = c;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// One completion, if any (drives the device once).
+    pub fn poll_one(&mut self) -> Option<Completion> {
+        self.polls = self.polls.wrapping_add(1);
+        self.progress(self.polls.is_multiple_of(32));
+        self.done.pop_front()
+    }
+
+    /// Wait until nothing is staged or in flight (completions stay queued for `poll`).
+    pub fn drain(&mut self) -> Result<()> {
+        let t0 = Instant::now();
+        let mut spins = 0;
+        while self.pending() > 0 {
+            self.progress(spins % 32 == 0);
+            if matches!(self.hw, Hw::Wedged { .. }) {
+                return Err(Error::Timeout);
+            }
+            self.relax(&mut spins, t0)?;
+        }
+        Ok(())
+    }
+
+    // ------------------------------------------------------------------------------- sync
+
+    fn sync(&mut self, r: Request) -> Result<()> {
+        let s = self.prepare(&r)?;
+        if matches!(self.hw, Hw::Wedged { .. }) {
+            return Err(Error::NotReady);
+        }
+        let t0 = Instant::now();
+        let mut spins = 0;
+        while self.free.is_empty() {
+            self.progress(true);
+            if self.pending() == 0 {
+                return Err(Error::QueueFull);
+            }
+            self.relax(&mut spins, t0)?;
+        }
+        self.sync_result = None;
+        self.enqueue(s, &r, true);
+        loop {
+            self.progress(spins % 32 == 0);
+            if let Some(r) = self.sync_result.take() {
+                return r;
+            }
+            self.relax(&mut spins, t0)?;
+        }
+    }
+
+    /// Read `buf.len()` bytes at `lba` and wait.
+    pub fn read(&mut self, buf: &Buffer, lba: u64) -> Result<()> {
+        self.sync(Request::read(buf, lba))
+    }
+
+    /// Write `buf` at `lba` and wait.
+    pub fn write(&mut self, buf: &Buffer, lba: u64) -> Result<()> {
+        self.sync(Request::write(buf, lba))
+    }
+
+    /// Submit any request and wait for it.
+    pub fn execute(&mut self, r: Request) -> Result<()> {
+        self.sync(r)
+    }
+
+    /// Flush the SSD's write cache and wait (rev 2; `Revision` on rev 1).
+    pub fn flush(&mut self) -> Result<()> {
+        self.sync(Request::flush())
+    }
+
+    // ------------------------------------------------------------------------------ reset
+
+    /// Reset the engine (rev 2): aborts the batch, clears the wedge. `Revision` on rev 1,
+    /// where only a late DONE can end a wedge.
+    pub fn reset(&mut self) -> Result<()> {
+        self.map.reset()?;
+        for k in 0..self.inflight.len() {
+            self.complete(self.inflight[k], Err(Error::Hdu { code: DNVM_HDU_ERR_ABORTED }));
+        }
+        self.inflight.clear();
+        self.hw = Hw::Idle;
+        self.program_queue_regs();
+        Ok(())
+    }
+
+    /// True when the last batch timed out and the engine has not recovered.
+    pub fn is_wedged(&self) -> bool {
+        matches!(self.hw, Hw::Wedged { .. })
+    }
+}
+
+impl Drop for Handle {
+    fn drop(&mut self) {
+        // Do not release the core while the engine may still DMA into the data slice.
+        let t0 = Instant::now();
+        while matches!(self.hw, Hw::InFlight { .. }) && t0.elapsed() < self.timeout {
+            self.progress(false);
+            std::hint::spin_loop();
+        }
+    }
+}

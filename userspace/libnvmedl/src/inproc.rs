@@ -1,0 +1,346 @@
+//! In-process backend: the fakehdu device model running in this process (feature `inproc`,
+//! always on for this crate's tests).
+//!
+//! It plays the kernel's part: the carve-out is partitioned by the kernel's own `layout.rs`,
+//! the NVMe controller is brought up by the kernel's own `nvme.rs` (both `#[path]`-included),
+//! claims are tracked per core, and rev 2 DMA windows and resets are programmed through the
+//! privileged page as hdu_drv does. Handles then drive the model through raw pointers into
+//! its guest memory, exactly the code path they use on the mmaps of the real devices.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use directnvm_abi::*;
+use fakehdu::{ControlOp, FakeHdu, GuestMem};
+
+use crate::error::{Error, Result};
+use crate::layout::{Layout, LayoutParams};
+use crate::nvme::{self, NvmeError, NvmeHost};
+use crate::platform::{CoreMapping, Platform, Region};
+
+/// Options of an in-process board.
+#[derive(Clone, Debug)]
+pub struct InProcConfig {
+    /// HDU revision (1 or 2).
+    pub revision: u32,
+    /// Engines per HDU (rev 2: 1, 2 or 4; rev 1: 1).
+    pub engines: u32,
+    /// SSD timing of the model.
+    pub timing: fakehdu::TimingMode,
+    /// Namespace size in bytes.
+    pub disk_size: u64,
+}
+
+impl InProcConfig {
+    /// One engine per HDU, no SSD timing, 64 MiB namespace.
+    pub fn new(revision: u32) -> Self {
+        Self { revision, engines: 1, timing: fakehdu::TimingMode::None, disk_size: 64 << 20 }
+    }
+}
+
+/// The model plus the kernel-side state the drivers would keep.
+pub struct InProc {
+    model: FakeHdu,
+    layout: Layout,
+    ctrl: Mutex<Option<nvme::Controller>>,
+    claims: Arc<Mutex<u64>>,
+    cfg: nvme::Config,
+    revision: u32,
+}
+
+/// `NvmeHost` over the model's guest memory: BAR window + admin region.
+struct Host<'a> {
+    mem: &'a GuestMem,
+    bar: u64,
+    admin: u64,
+}
+
+impl NvmeHost for Host<'_> {
+    fn rd32(&self, off: usize) -> core::result::Result<u32, NvmeError> {
+        self.mem.load32(self.bar + off as u64).map_err(|_| NvmeError::Bus)
+    }
+    fn wr32(&self, off: usize, val: u32) -> core::result::Result<(), NvmeError> {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
+        self.mem.store32(self.bar + off as u64, val).map_err(|_| NvmeError::Bus)
+    }
+    fn mem_read(&self, off: usize, buf: &mut [u8]) -> core::result::Result<(), NvmeError> {
+        self.mem.read(self.admin + off as u64, buf).map_err(|_| NvmeError::Bus)
+    }
+    fn mem_write(&self, off: usize, buf: &[u8]) -> core::result::Result<(), NvmeError> {
+        self.mem.write(self.admin + off as u64, buf).map_err(|_| NvmeError::Bus)
+    }
+    fn mem_bus(&self) -> u64 {
+        self.admin
+    }
+    fn read_barrier(&self) {
+        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
+    }
+    fn sleep_us(&self, us: u32) {
+        std::thread::sleep(Duration::from_micros(us.into()));
+    }
+}
+
+fn nvme_err(e: NvmeError) -> Error {
+    match e {
+        NvmeError::Timeout(_) => Error::Timeout,
+        NvmeError::Status { status, .. } => Error::Nvme { status },
+        NvmeError::NoController => Error::Os(libc::ENODEV),
+        NvmeError::Bus => Error::Os(libc::ENXIO),
+        _ => Error::Os(libc::EIO),
+    }
+}
+
+impl InProc {
+    /// Start a model and bring it up like the kernel modules do at probe.
+    pub fn start(c: InProcConfig) -> Result<Arc<InProc>> {
+        let mut cfg = fakehdu::Config::in_process(c.revision);
+        cfg.engines = Some(c.engines);
+        cfg.timing = c.timing;
+        cfg.disk_size = c.disk_size;
+        let model = FakeHdu::start(cfg).map_err(|_| Error::InvalidArgument)?;
+        let board = model.board().clone();
+        let params = LayoutParams {
+            base: board.carveout,
+            size: board.carveout_size,
+            page: DNVM_PAGE_SIZE,
+            cores: board.hdus.len() as u32,
+            engines: c.engines,
+            staging_entries: board.staging_entries,
+            data_size: 0,
+            coherent: false,
+        };
+        let layout = Layout::compute(params).map_err(|_| Error::InvalidArgument)?;
+        let page = DNVM_PAGE_SIZE as usize;
+        let ncfg = nvme::Config {
+            cores: params.cores,
+            engines: c.engines,
+            io_queue_depth: board.io_queue_depth,
+            queue_window_base: board.queue_window,
+            queue_window_size: board.queue_window_size,
+            admin_sq_off: crate::layout::ADMIN_SQ_PAGE as usize * page,
+            admin_cq_off: crate::layout::ADMIN_CQ_PAGE as usize * page,
+            admin_data_off: crate::layout::ADMIN_DATA_PAGE as usize * page,
+        };
+        let ip = InProc { model, layout, ctrl: Mutex::new(None), claims: Arc::new(Mutex::new(0)), cfg: ncfg, revision: c.revision };
+        if c.revision >= HDU_REV2 {
+            for h in 0..board.hdus.len() {
+                fakehdu::test_support::program_window(ip.model.mem(), &board, h, board.carveout, board.carveout + board.carveout_size)
+                    .map_err(|_| Error::InvalidArgument)?;
+            }
+        }
+        ip.controller_init()?;
+        Ok(Arc::new(ip))
+    }
+
+    fn host(&self) -> Host<'_> {
+        Host { mem: self.model.mem(), bar: self.model.board().nvme_bar, admin: self.layout.admin.phys }
+    }
+
+    /// The running model (statistics, direct inspection).
+    pub fn model(&self) -> &FakeHdu {
+        &self.model
+    }
+
+    /// Fault injection and other control operations (the model's control-socket set).
+    pub fn control(&self, op: ControlOp) -> core::result::Result<String, String> {
+        self.model.control(op)
+    }
+}
+
+fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
+    let board = model.board();
+    let h = board.hdus.get(core as usize).ok_or(Error::InvalidArgument)?;
+    let mem = model.mem();
+    let id = mem.load64(h.user + HDU_REG_ID as u64).map_err(|_| Error::Os(libc::ENXIO))?;
+    let rev = hdu_revision(id);
+    let caps = if rev >= HDU_REV2 {
+        HduCaps::from_reg(mem.load64(h.user + HDU_REG_CAPS as u64).map_err(|_| Error::Os(libc::ENXIO))?)
+    } else {
+        HduCaps::REV1
+    };
+    debug_assert!(rev == revision || revision == 0);
+    let (dma_base, dma_limit) =
+        if rev >= HDU_REV2 { (board.carveout, board.carveout + board.carveout_size) } else { (0, 0) };
+    Ok(HduInfo {
+        abi_version: DNVM_ABI_VERSION,
+        index: core,
+        revision: rev,
+        engines: caps.engines,
+        caps: caps.to_reg(),
+        user_phys: h.user,
+        priv_phys: if rev >= HDU_REV2 { h.privileged.unwrap_or(0) } else { 0 },
+        dma_base,
+        dma_limit,
+    })
+}
+
+/// Rev 2 engine reset through the privileged page, then the DMA window again (hdu_drv's job).
+fn reset_engine(mem: &GuestMem, board: &fakehdu::Board, core: u32, revision: u32) -> Result<()> {
+    if revision < HDU_REV2 {
+        return Err(Error::Revision);
+    }
+    let p = board.hdus.get(core as usize).and_then(|h| h.privileged).ok_or(Error::Revision)?;
+    let bus = |_| Error::Os(libc::ENXIO);
+    mem.store64(p + HDU_PRIV_CTRL as u64, HDU_CTRL_RESET).map_err(bus)?;
+    let t0 = Instant::now();
+    // The model drains commands already at the SSD for up to 1 s.
+    while mem.load64(p + HDU_PRIV_CTRL as u64).map_err(bus)? & HDU_CTRL_RESET != 0 {
+        if t0.elapsed() > Duration::from_secs(3) {
+            return Err(Error::Timeout);
+        }
+        std::thread::sleep(Duration::from_micros(50));
+    }
+    fakehdu::test_support::program_window(mem, board, core as usize, board.carveout, board.carveout + board.carveout_size)
+        .map_err(|_| Error::Os(libc::ENXIO))
+}
+
+impl Platform for InProc {
+    fn info(&self) -> Result<DnvmInfo> {
+        let p = &self.layout.params;
+        let mut info = DnvmInfo {
+            abi_version: DNVM_ABI_VERSION,
+            reserved: 0,
+            cores: p.cores,
+            engines: p.engines,
+            staging_entries: p.staging_entries,
+            io_queue_depth: self.cfg.io_queue_depth,
+            lba_size: DNVM_LBA_SIZE,
+            max_transfer: DNVM_REV1_BLOCK_SIZE,
+            capacity_lbas: 0,
+            carveout_phys: p.base,
+            carveout_size: p.size,
+            flags: 0,
+            nvme_version: 0,
+            serial: [0; 20],
+            model: [0; 40],
+            firmware: [0; 8],
+            arbitration: [0; 4],
+        };
+        if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            info.flags |= DNVM_INFO_READY | if c.wrr { DNVM_INFO_WRR } else { 0 };
+            info.capacity_lbas = c.capacity_lbas;
+            info.lba_size = c.lba_size;
+            info.nvme_version = c.vs;
+            info.serial = c.serial;
+            info.model = c.model;
+            info.firmware = c.firmware;
+            info.max_transfer = if c.max_transfer != 0 { c.max_transfer } else { 1 << 20 };
+            let a = c.arbitration;
+            info.arbitration = [a.burst as u8, a.high as u8, a.medium as u8, a.low as u8];
+        }
+        Ok(info)
+    }
+
+    fn layout(&self) -> Result<DnvmLayout> {
+        Ok(self.layout.to_abi())
+    }
+
+    fn open_core(&self, core: u32) -> Result<Box<dyn CoreMapping>> {
+        if core >= self.layout.params.cores {
+            return Err(Error::InvalidArgument);
+        }
+        {
+            let mut c = self.claims.lock().unwrap_or_else(|e| e.into_inner());
+            if *c & (1 << core) != 0 {
+                return Err(Error::Busy);
+            }
+            *c |= 1 << core;
+        }
+        let release = ClaimGuard { claims: self.claims.clone(), core };
+        let info = hdu_info_of(&self.model, core, self.revision)?;
+        let r = self.layout.cores[core as usize];
+        let map = |reg: DnvmRegion| -> Result<Region> {
+            let ptr = self.model.host_ptr(reg.phys, reg.size).ok_or(Error::Os(libc::ENXIO))?;
+            Ok(Region { ptr, bus: reg.phys, len: reg.size as usize })
+        };
+        let regs = self.model.hdu_regs(core as usize).ok_or(Error::Os(libc::ENXIO))?;
+        Ok(Box::new(InProcCore {
+            mem: self.model.mem().clone(),
+            board: self.model.board().clone(),
+            regs: regs.cast(),
+            info,
+            regions: [map(r.staging)?, map(r.status)?, map(r.data)?],
+            revision: self.revision,
+            _claim: release,
+        }))
+    }
+
+    fn hdu_info(&self, core: u32) -> Result<HduInfo> {
+        hdu_info_of(&self.model, core, self.revision)
+    }
+
+    fn reset_hdu(&self, core: u32) -> Result<()> {
+        reset_engine(self.model.mem(), self.model.board(), core, self.revision)
+    }
+
+    fn set_arbitration(&self, a: DnvmArbitration) -> Result<()> {
+        let mut g = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        let c = g.as_mut().ok_or(Error::NotReady)?;
+        if !c.wrr {
+            return Err(Error::Os(libc::EOPNOTSUPP));
+        }
+        c.set_arbitration(&self.host(), a).map_err(nvme_err)
+    }
+
+    fn controller_init(&self) -> Result<()> {
+        if *self.claims.lock().unwrap_or_else(|e| e.into_inner()) != 0 {
+            return Err(Error::Busy);
+        }
+        let mut g = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
+        if g.is_some() {
+            // The rev 1 engines keep their queue pointers across a controller reset (see
+            // docs/hardware.md §6): queues are created once per power-up.
+            return Ok(());
+        }
+        *g = Some(nvme::bring_up(&self.host(), self.cfg).map_err(nvme_err)?);
+        Ok(())
+    }
+}
+
+/// Releases a core's claim when dropped.
+struct ClaimGuard {
+    claims: Arc<Mutex<u64>>,
+    core: u32,
+}
+
+impl Drop for ClaimGuard {
+    fn drop(&mut self) {
+        *self.claims.lock().unwrap_or_else(|e| e.into_inner()) &= !(1 << self.core);
+    }
+}
+
+struct InProcCore {
+    /// Keeps the guest memory (and so every pointer below) alive.
+    mem: GuestMem,
+    board: fakehdu::Board,
+    regs: *mut u64,
+    info: HduInfo,
+    regions: [Region; 3],
+    revision: u32,
+    _claim: ClaimGuard,
+}
+
+// SAFETY: the pointers point into `mem`, which this value keeps alive; the model accesses the
+// same memory with atomic/volatile operations from its own thread, like a device would.
+unsafe impl Send for InProcCore {}
+
+impl CoreMapping for InProcCore {
+    fn regs(&self) -> *mut u64 {
+        self.regs
+    }
+    fn hdu_info(&self) -> HduInfo {
+        self.info
+    }
+    fn staging(&self) -> Region {
+        self.regions[0]
+    }
+    fn status(&self) -> Region {
+        self.regions[1]
+    }
+    fn data(&self) -> Region {
+        self.regions[2]
+    }
+    fn reset(&self) -> Result<()> {
+        reset_engine(&self.mem, &self.board, self.info.index, self.revision)
+    }
+}

@@ -1,0 +1,65 @@
+//! # libnvmedl — the DirectNVM userspace I/O library
+//!
+//! Userspace drives the DirectNVM engines directly: a request is a 24-byte entry written into
+//! the core's staging queue and one START store to the core's HDU; completion is read from the
+//! HDU (DONE) and, on rev 2, from per-request status words. The kernel is only on the control
+//! path (open, claim, mmap, reset). Design notes: `docs/libnvmedl.md`.
+//!
+//! ```no_run
+//! use nvmedl::{Device, Request};
+//! let dev = Device::open()?;                 // /dev/directnvm
+//! let mut h = dev.handle(0)?;                // claims core 0, maps /dev/hdu0 and the slices
+//! let mut buf = h.buf_alloc(4096)?;
+//! buf.as_mut_slice().fill(0xab);
+//! h.write(&buf, 0)?;                         // sync
+//! let tag = h.submit(Request::read(&buf, 0).priority(0))?;   // async
+//! let mut done = [nvmedl::Completion { tag: 0, result: Ok(()) }; 16];
+//! while h.poll(&mut done) == 0 {}
+//! assert_eq!(done[0].tag, tag);
+//! # Ok::<(), nvmedl::Error>(())
+//! ```
+//!
+//! * [`Device`] / [`Handle`] / [`Buffer`] / [`Request`] / [`Completion`]: the Rust API
+//!   ([`handle`] module docs: two-level queue, rev 1 vs rev 2 semantics, I/O path rules).
+//! * [`Scheduler`], [`Fifo`], [`PriorityDeadline`]: the software level of the queue.
+//! * [`ffi`]: the C ABI (`include/libnvmedl.h`).
+//! * [`platform`]: the backend interface; [`chardev`] (kernel devices) and `inproc` (the
+//!   fakehdu model in this process, feature `inproc`).
+
+pub mod alloc;
+pub mod chardev;
+pub mod error;
+pub mod ffi;
+pub mod handle;
+pub mod mmio;
+pub mod platform;
+pub mod sched;
+
+#[cfg(any(test, feature = "inproc"))]
+pub mod inproc;
+
+/// The shared ABI under the name the kernel's `layout.rs` / `nvme.rs` expect.
+#[allow(unused_imports)]
+pub(crate) mod abi {
+    pub use directnvm_abi::*;
+}
+
+/// The kernel's carve-out partitioning, shared verbatim (used by the in-process backend).
+#[cfg(any(test, feature = "inproc"))]
+#[allow(dead_code, clippy::all)]
+#[path = "../../../directnvm_drv/layout.rs"]
+pub(crate) mod layout;
+
+/// The kernel's NVMe bring-up, shared verbatim (used by the in-process backend).
+#[cfg(any(test, feature = "inproc"))]
+#[allow(dead_code, clippy::all)]
+#[path = "../../../directnvm_drv/nvme.rs"]
+pub(crate) mod nvme;
+
+pub use directnvm_abi as abi_types;
+pub use error::{Error, Result};
+pub use handle::{Buffer, Completion, Device, Handle, HandleOptions, HandleStats, Op, Request};
+pub use sched::{Fifo, PriorityDeadline, SchedInfo, Scheduler};
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,150 @@
+//! The software level of the two-level queue: the order in which staged requests go into the
+//! next hardware batch. A `Scheduler` only orders request slot ids; the handle owns the
+//! requests. Implementations must not allocate after `reserve` (the I/O path is
+//! allocation-free).
+
+use std::collections::VecDeque;
+
+use directnvm_abi::DNVM_URGENCY_CLASSES;
+
+/// What a scheduler may look at.
+#[derive(Clone, Copy, Debug)]
+pub struct SchedInfo {
+    /// Urgency class 0 (urgent) .. 3 (low).
+    pub priority: u16,
+    /// Submission sequence number (monotonic per handle).
+    pub seq: u64,
+    /// Absolute deadline in nanoseconds of the handle's clock, or `u64::MAX` for none.
+    pub deadline_ns: u64,
+}
+
+/// Orders staged requests.
+pub trait Scheduler: Send {
+    /// Pre-size for at most `capacity` queued ids (called once, at handle creation).
+    fn reserve(&mut self, capacity: usize);
+    /// Queue request `id`.
+    fn push(&mut self, id: u32, info: SchedInfo);
+    /// The next request to put into a batch, given the current time.
+    fn pop(&mut self, now_ns: u64) -> Option<u32>;
+    /// Give back the id `pop` just returned (it did not fit into the batch); it must come
+    /// out first next time.
+    fn unpop(&mut self, id: u32, info: SchedInfo);
+    /// Number of queued ids.
+    fn len(&self) -> usize;
+    /// True when nothing is queued.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// First in, first out (the default).
+#[derive(Default)]
+pub struct Fifo {
+    q: VecDeque<u32>,
+}
+
+impl Scheduler for Fifo {
+    fn reserve(&mut self, capacity: usize) {
+        self.q.reserve(capacity);
+    }
+    fn push(&mut self, id: u32, _: SchedInfo) {
+        self.q.push_back(id);
+    }
+    fn pop(&mut self, _: u64) -> Option<u32> {
+        self.q.pop_front()
+    }
+    fn unpop(&mut self, id: u32, _: SchedInfo) {
+        self.q.push_front(id);
+    }
+    fn len(&self) -> usize {
+        self.q.len()
+    }
+}
+
+/// Strict priority by urgency class, FIFO within a class, except that a request whose
+/// deadline has passed goes first (earliest deadline among the class heads). Requests without
+/// a deadline never preempt by age.
+#[derive(Default)]
+pub struct PriorityDeadline {
+    classes: [VecDeque<(u32, u64)>; DNVM_URGENCY_CLASSES as usize],
+    len: usize,
+}
+
+impl PriorityDeadline {
+    fn class(p: u16) -> usize {
+        (p as usize).min(DNVM_URGENCY_CLASSES as usize - 1)
+    }
+}
+
+impl Scheduler for PriorityDeadline {
+    fn reserve(&mut self, capacity: usize) {
+        for c in &mut self.classes {
+            c.reserve(capacity);
+        }
+    }
+    fn push(&mut self, id: u32, info: SchedInfo) {
+        self.classes[Self::class(info.priority)].push_back((id, info.deadline_ns));
+        self.len += 1;
+    }
+    fn pop(&mut self, now_ns: u64) -> Option<u32> {
+        // An overdue head (earliest deadline first) beats strict priority.
+        let overdue = self
+            .classes
+            .iter()
+            .enumerate()
+            .filter_map(|(i, c)| c.front().map(|&(_, d)| (d, i)))
+            .filter(|&(d, _)| d <= now_ns)
+            .min();
+        let class = match overdue {
+            Some((_, i)) => i,
+            None => self.classes.iter().position(|c| !c.is_empty())?,
+        };
+        let (id, _) = self.classes[class].pop_front()?;
+        self.len -= 1;
+        Some(id)
+    }
+    fn unpop(&mut self, id: u32, info: SchedInfo) {
+        self.classes[Self::class(info.priority)].push_front((id, info.deadline_ns));
+        self.len += 1;
+    }
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(priority: u16, deadline_ns: u64) -> SchedInfo {
+        SchedInfo { priority, seq: 0, deadline_ns }
+    }
+
+    #[test]
+    fn fifo_order() {
+        let mut f = Fifo::default();
+        f.reserve(4);
+        for i in 0..3 {
+            f.push(i, info(3 - i as u16, u64::MAX));
+        }
+        assert_eq!(f.pop(0), Some(0));
+        f.unpop(0, info(3, u64::MAX));
+        assert_eq!((f.pop(0), f.pop(0), f.pop(0), f.pop(0)), (Some(0), Some(1), Some(2), None));
+    }
+
+    #[test]
+    fn priority_then_deadline() {
+        let mut s = PriorityDeadline::default();
+        s.reserve(8);
+        s.push(1, info(3, 100));
+        s.push(2, info(0, u64::MAX));
+        s.push(3, info(1, u64::MAX));
+        s.push(4, info(3, u64::MAX));
+        assert_eq!(s.pop(50), Some(2)); // urgent first
+        assert_eq!(s.pop(150), Some(1)); // overdue low beats high
+        assert_eq!(s.pop(150), Some(3));
+        assert_eq!(s.pop(150), Some(4));
+        assert_eq!(s.pop(150), None);
+        assert!(s.is_empty());
+    }
+}
