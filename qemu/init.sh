@@ -1,6 +1,8 @@
 #!/bin/sh
 # PID 1 of the DirectNVM virtual board (busybox). The mode comes from the kernel command line:
-# dnvm.mode=suite runs the guest test suite, dnvm.mode=demo shows what the stack sees.
+# dnvm.mode=demo shows what the stack sees, dnvm.mode=klog prints the kernel log, any other
+# mode runs `dnvm-guest-tests <mode>` (suite, soak, fuzz, ...). dnvm.env.KEY=VALUE exports
+# KEY=VALUE to the tests.
 # The last console line is "DNVM-EXIT: <status>", which qemu/run.sh turns into its exit status.
 /bin/busybox --install -s /bin
 mount -t proc proc /proc
@@ -11,7 +13,10 @@ mount -t tmpfs tmp /tmp
 export PATH=/bin
 mode=suite
 for a in $(cat /proc/cmdline); do
-  case "$a" in dnvm.mode=*) mode=${a#dnvm.mode=} ;; esac
+  case "$a" in
+    dnvm.mode=*) mode=${a#dnvm.mode=} ;;
+    dnvm.env.*=*) kv=${a#dnvm.env.}; export "${kv%%=*}=${kv#*=}" ;;
+  esac
 done
 
 insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko
@@ -31,7 +36,8 @@ elif [ "$mode" = demo ]; then
   /bin/dnvm-guest-tests info
   status=$?
 else
-  /bin/dnvm-guest-tests suite
+  case "$mode" in klog|debug) mode=suite ;; esac
+  /bin/dnvm-guest-tests "$mode"
   status=$?
 fi
 echo "DNVM-EXIT: $status"

@@ -2,20 +2,28 @@
 # Boot the DirectNVM virtual board: QEMU virt (arm64, 4 CPUs, 1 GiB shared-file RAM), the
 # project's DT overlay, the test kernel, the initramfs, and the fake HDU device process.
 #
-#   qemu/run.sh --suite|--demo [--revision 1|2] [--timeout SECONDS] [--keep-log FILE]
+#   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
+#               [--keep-log FILE] [--env KEY=VALUE]...
+#
+# --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
+# KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE).
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
 # process and the /dev/shm memory file are removed on exit, whatever happens.
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 
-MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1
+MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) MODE=suite ;;
     --demo) MODE=demo ;;
     --debug) MODE=debug ;;
     --klog) MODE=klog ;;
+    --mode) MODE=$2; shift ;;
+    --env)
+      [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.,:/+-]*$ ]] || { echo "run.sh: bad --env $2" >&2; exit 2; }
+      GUEST_ENV="$GUEST_ENV dnvm.env.$2"; shift ;;
     --revision) REVISION=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --keep-log) LOG=$2; shift ;;
@@ -69,7 +77,7 @@ if [ $DEVICE -eq 1 ]; then
   FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
 fi
 
-APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1"
+APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$GUEST_ENV"
 timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
   -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &
