@@ -30,7 +30,8 @@ if [ ! -d "$OUT" ]; then
   fi
 fi
 mkdir -p "$OUT"
-ls -1td "$DIRECTNVM_CACHE"/kernel-$KVER-* 2>/dev/null | grep -vx "$OUT" | tail -n +2 | xargs -r rm -rf
+# (grep finds nothing on a first build: that is not an error)
+{ ls -1td "$DIRECTNVM_CACHE"/kernel-$KVER-* 2>/dev/null | grep -vx "$OUT" || true; } | tail -n +2 | xargs -r rm -rf
 echo "kernel: configuring in $OUT" >&2
 make -C "$SRC" O="$OUT" "${KMAKE_ARGS[@]}" KCONFIG_ALLCONFIG="$TOP/qemu/kernel.config" allnoconfig >&2
 make -C "$SRC" O="$OUT" "${KMAKE_ARGS[@]}" olddefconfig >&2
