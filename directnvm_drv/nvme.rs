@@ -6,70 +6,19 @@
 //! the same file, so there is one implementation of the admin protocol. Every wait is bounded
 //! by CAP.TO; every failure returns an `NvmeError` naming the step and the NVMe status.
 
-use crate::abi::{dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DNVM_LBA_SIZE};
+use crate::abi::{
+    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_QUEUE_STRIDE,
+    DNVM_QWIN_SQ_OFFSET,
+};
 
-/// Controller register offsets (NVMe 1.3, §3.1).
-pub mod reg {
-    /// Controller capabilities (64-bit).
-    pub const CAP: usize = 0x00;
-    /// Version.
-    pub const VS: usize = 0x08;
-    /// Interrupt mask set.
-    pub const INTMS: usize = 0x0c;
-    /// Controller configuration.
-    pub const CC: usize = 0x14;
-    /// Controller status.
-    pub const CSTS: usize = 0x1c;
-    /// Admin queue attributes.
-    pub const AQA: usize = 0x24;
-    /// Admin SQ base (64-bit).
-    pub const ASQ: usize = 0x28;
-    /// Admin CQ base (64-bit).
-    pub const ACQ: usize = 0x30;
-    /// First doorbell.
-    pub const DOORBELL: usize = 0x1000;
-}
+// NVMe spec numbers: one copy, in the shared ABI (also used by the controller model).
+use crate::abi::nvme::{
+    admin as opc, feat as fid, reg, CAP_AMS_WRR, CC_AMS_SHIFT, CC_AMS_WRR, CC_EN, CC_IOQES, CC_SHN_NORMAL,
+    CC_SHN_SHIFT, CQE_SIZE, CSTS_CFS, CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, SQE_SIZE,
+};
 
-/// Admin opcodes used here.
-pub mod opc {
-    /// Delete I/O submission queue.
-    pub const DELETE_SQ: u8 = 0x00;
-    /// Create I/O submission queue.
-    pub const CREATE_SQ: u8 = 0x01;
-    /// Delete I/O completion queue.
-    pub const DELETE_CQ: u8 = 0x04;
-    /// Create I/O completion queue.
-    pub const CREATE_CQ: u8 = 0x05;
-    /// Identify.
-    pub const IDENTIFY: u8 = 0x06;
-    /// Set Features.
-    pub const SET_FEATURES: u8 = 0x09;
-    /// Get Features.
-    pub const GET_FEATURES: u8 = 0x0a;
-}
-
-/// Feature identifiers.
-pub mod fid {
-    /// Arbitration.
-    pub const ARBITRATION: u32 = 0x01;
-    /// Number of queues.
-    pub const NUM_QUEUES: u32 = 0x07;
-}
-
-/// CAP.AMS bit: weighted round robin with urgent priority class.
-pub const CAP_AMS_WRR: u64 = 1 << 17;
-/// CC.AMS value for weighted round robin with urgent class.
-pub const CC_AMS_WRR: u32 = 1 << 11;
 /// Entries in each admin queue (matches the admin region layout: one page each).
 pub const ADMIN_ENTRIES: u16 = 64;
-/// Size of an SQE.
-pub const SQE_SIZE: usize = 64;
-/// Size of a CQE.
-pub const CQE_SIZE: usize = 16;
-/// Byte offset of each engine queue pair inside the queue window (SQ, then CQ at +half).
-pub const QUEUE_PAIR_STRIDE: u64 = 0x2_0000;
-/// Offset of the CQ inside a queue pair's slot.
-pub const QUEUE_CQ_OFFSET: u64 = 0x1_0000;
 /// Arbitration programmed at bring-up: burst 8, weights high 128, medium 32, low 8.
 pub const DEFAULT_ARBITRATION: DnvmArbitration = DnvmArbitration { burst: 3, high: 127, medium: 31, low: 7 };
 
@@ -218,7 +167,7 @@ fn wait_csts<H: NvmeHost>(h: &H, mask: u32, want: u32, timeout_ms: u32, step: &'
         if csts & mask == want {
             return Ok(());
         }
-        if csts & 0x2 != 0 && want & 0x1 != 0 {
+        if csts & CSTS_CFS != 0 && want & CSTS_RDY != 0 {
             return Err(NvmeError::Fatal);
         }
         if waited_us >= timeout_ms as u64 * 1000 {
@@ -329,7 +278,7 @@ impl Controller {
             return Err(NvmeError::BadConfig("arbitration burst 0..7, weights 0..255"));
         }
         let cdw11 = a.burst | (a.low << 8) | (a.medium << 16) | (a.high << 24);
-        self.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::ARBITRATION, cdw11, ..Sqe::default() })?;
+        self.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::ARBITRATION as u32, cdw11, ..Sqe::default() })?;
         self.arbitration = a;
         Ok(())
     }
@@ -346,11 +295,10 @@ impl Controller {
         }
         self.io_queues = 0;
         let cc = h.rd32(reg::CC)?;
-        h.wr32(reg::CC, (cc & !(3 << 14)) | (1 << 14))?;
-        // CSTS.SHST = 10b: shutdown complete.
-        wait_csts(h, 0xc, 0x8, self.timeout_ms, "shutdown")?;
+        h.wr32(reg::CC, (cc & !(3 << CC_SHN_SHIFT)) | (CC_SHN_NORMAL << CC_SHN_SHIFT))?;
+        wait_csts(h, CSTS_SHST_MASK, CSTS_SHST_COMPLETE, self.timeout_ms, "shutdown")?;
         h.wr32(reg::CC, 0)?;
-        wait_csts(h, 1, 0, self.timeout_ms, "disable after shutdown")?;
+        wait_csts(h, CSTS_RDY, 0, self.timeout_ms, "disable after shutdown")?;
         first_err.map_or(Ok(()), Err)
     }
 }
@@ -381,17 +329,17 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
         return Err(NvmeError::BadConfig("io-queue-depth outside 2..=CAP.MQES+1"));
     }
     let nqueues = cfg.cores * cfg.engines;
-    if (nqueues as u64) * QUEUE_PAIR_STRIDE > cfg.queue_window_size {
+    if (nqueues as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
         return Err(NvmeError::BadConfig("queue-window too small for cores x engines queue pairs"));
     }
     let wrr = cap & CAP_AMS_WRR != 0;
 
     // Disable and wait for RDY = 0.
     let cc = h.rd32(reg::CC)?;
-    if cc & 1 != 0 {
-        h.wr32(reg::CC, cc & !1)?;
+    if cc & CC_EN != 0 {
+        h.wr32(reg::CC, cc & !CC_EN)?;
     }
-    wait_csts(h, 1, 0, timeout_ms, "disable (CSTS.RDY=0)")?;
+    wait_csts(h, CSTS_RDY, 0, timeout_ms, "disable (CSTS.RDY=0)")?;
 
     h.mem_write(cfg.admin_sq_off, &[0u8; 4096])?;
     h.mem_write(cfg.admin_cq_off, &[0u8; 4096])?;
@@ -400,10 +348,10 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     wr64(h, reg::ASQ, h.mem_bus() + cfg.admin_sq_off as u64)?;
     wr64(h, reg::ACQ, h.mem_bus() + cfg.admin_cq_off as u64)?;
     h.wr32(reg::INTMS, u32::MAX)?;
-    // IOCQES = 4 (16 B), IOSQES = 6 (64 B), MPS = 0 (4 KiB), CSS = NVM, EN.
-    let cc = (4 << 20) | (6 << 16) | if wrr { CC_AMS_WRR } else { 0 } | 1;
-    h.wr32(reg::CC, cc)?;
-    wait_csts(h, 1, 1, timeout_ms, "enable (CSTS.RDY=1)")?;
+    // 64 B SQEs, 16 B CQEs, MPS = 0 (4 KiB), CSS = NVM, EN.
+    let ams = if wrr { CC_AMS_WRR << CC_AMS_SHIFT } else { 0 };
+    h.wr32(reg::CC, CC_IOQES | ams | CC_EN)?;
+    wait_csts(h, CSTS_RDY, CSTS_RDY, timeout_ms, "enable (CSTS.RDY=1)")?;
 
     let mut c = Controller {
         cap,
@@ -466,7 +414,7 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
 
     // Number of queues (0-based in both halves).
     let want = nqueues - 1;
-    let got = c.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::NUM_QUEUES, cdw11: want | (want << 16), ..Sqe::default() })?;
+    let got = c.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::NUM_QUEUES as u32, cdw11: want | (want << 16), ..Sqe::default() })?;
     let granted = ((got & 0xffff).min(got >> 16)) + 1;
     if granted < nqueues {
         return Err(NvmeError::TooFewQueues(granted));
@@ -479,13 +427,13 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     for hdu in 0..cfg.cores {
         for e in 0..cfg.engines {
             let qid = dnvm_qid(hdu, e, cfg.engines);
-            let slot = cfg.queue_window_base + (qid as u64 - 1) * QUEUE_PAIR_STRIDE;
+            let slot = cfg.queue_window_base + (qid as u64 - 1) * DNVM_QWIN_QUEUE_STRIDE;
             let cdw10 = (qsize << 16) | qid as u32;
             // CQ: physically contiguous, interrupts off (the engines poll).
-            c.admin(h, Sqe { opcode: opc::CREATE_CQ, prp1: slot + QUEUE_CQ_OFFSET, cdw10, cdw11: 1, ..Sqe::default() })?;
+            c.admin(h, Sqe { opcode: opc::CREATE_CQ, prp1: slot + DNVM_QWIN_CQ_OFFSET, cdw10, cdw11: 1, ..Sqe::default() })?;
             let qprio = if wrr { dnvm_engine_qprio(e, cfg.engines) } else { 0 };
             let cdw11 = ((qid as u32) << 16) | (qprio << 1) | 1;
-            c.admin(h, Sqe { opcode: opc::CREATE_SQ, prp1: slot, cdw10, cdw11, ..Sqe::default() })?;
+            c.admin(h, Sqe { opcode: opc::CREATE_SQ, prp1: slot + DNVM_QWIN_SQ_OFFSET, cdw10, cdw11, ..Sqe::default() })?;
             c.io_queues += 1;
         }
     }

@@ -119,22 +119,22 @@ impl HostNvme {
     /// Disable, program the admin queues, enable with `wrr`, wait for RDY.
     pub fn enable(&mut self, pump: Pump, wrr: bool) -> Result<(), String> {
         let m = &self.mem;
-        m.store32(self.bar + spec::REG_CC, 0).map_err(|e| e.to_string())?;
+        m.store32(self.bar + spec::r(spec::reg::CC), 0).map_err(|e| e.to_string())?;
         let bar = self.bar;
-        self.wait(pump, "CSTS.RDY = 0", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(1) & spec::CSTS_RDY == 0)?;
+        self.wait(pump, "CSTS.RDY = 0", |m| m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(1) & spec::CSTS_RDY == 0)?;
         let m = &self.mem;
         m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(|e| e.to_string())?;
         m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(|e| e.to_string())?;
-        m.store32(self.bar + spec::REG_AQA, (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(|e| e.to_string())?;
-        m.store64(self.bar + spec::REG_ASQ, self.asq).map_err(|e| e.to_string())?;
-        m.store64(self.bar + spec::REG_ACQ, self.acq).map_err(|e| e.to_string())?;
-        let cc = spec::CC_EN | (6 << 16) | (4 << 20) | if wrr { spec::CC_AMS_WRR << 11 } else { 0 };
-        m.store32(self.bar + spec::REG_CC, cc).map_err(|e| e.to_string())?;
+        m.store32(self.bar + spec::r(spec::reg::AQA), (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(|e| e.to_string())?;
+        m.store64(self.bar + spec::r(spec::reg::ASQ), self.asq).map_err(|e| e.to_string())?;
+        m.store64(self.bar + spec::r(spec::reg::ACQ), self.acq).map_err(|e| e.to_string())?;
+        let cc = spec::CC_EN | spec::CC_IOQES | if wrr { spec::CC_AMS_WRR << spec::CC_AMS_SHIFT } else { 0 };
+        m.store32(self.bar + spec::r(spec::reg::CC), cc).map_err(|e| e.to_string())?;
         self.sq_tail = 0;
         self.cq_head = 0;
         self.phase = true;
-        self.wait(pump, "CSTS.RDY = 1", |m| m.load32(bar + spec::REG_CSTS).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
-        if self.reg32(spec::REG_CSTS) & spec::CSTS_CFS != 0 {
+        self.wait(pump, "CSTS.RDY = 1", |m| m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
+        if self.reg32(spec::r(spec::reg::CSTS)) & spec::CSTS_CFS != 0 {
             return Err("controller fatal status after enable".into());
         }
         Ok(())

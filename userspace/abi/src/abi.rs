@@ -618,3 +618,157 @@ pub const HDU_IOC_GET_STATS: u32 = dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x03, 
 pub const DT_COMPAT_ENGINE: &str = "directnvm,engine";
 /// Compatible of an HDU node (hdu_drv).
 pub const DT_COMPAT_HDU: &str = "directnvm,hdu";
+
+// ----------------------------------------------------------------------------------------------
+// NVMe 1.3 numbers shared by the kernel's bring-up (directnvm_drv/nvme.rs) and the controller
+// model (qemu/fakehdu/src/nvme). Only what one of them uses; the spec section is named.
+// ----------------------------------------------------------------------------------------------
+
+/// NVMe 1.3 register offsets, opcodes, feature ids, status codes and register bits.
+pub mod nvme {
+    /// Controller register offsets in the BAR (§3.1).
+    pub mod reg {
+        /// Controller Capabilities (64-bit).
+        pub const CAP: usize = 0x00;
+        /// Version.
+        pub const VS: usize = 0x08;
+        /// Interrupt Mask Set.
+        pub const INTMS: usize = 0x0c;
+        /// Interrupt Mask Clear.
+        pub const INTMC: usize = 0x10;
+        /// Controller Configuration.
+        pub const CC: usize = 0x14;
+        /// Controller Status.
+        pub const CSTS: usize = 0x1c;
+        /// Admin Queue Attributes.
+        pub const AQA: usize = 0x24;
+        /// Admin SQ base address (64-bit).
+        pub const ASQ: usize = 0x28;
+        /// Admin CQ base address (64-bit).
+        pub const ACQ: usize = 0x30;
+        /// First doorbell (SQ 0 tail); queue y's SQ tail is at DOORBELL + 2y * (4 << CAP.DSTRD),
+        /// its CQ head one stride further.
+        pub const DOORBELL: usize = 0x1000;
+    }
+
+    /// Admin command opcodes (§5).
+    pub mod admin {
+        /// Delete I/O Submission Queue.
+        pub const DELETE_SQ: u8 = 0x00;
+        /// Create I/O Submission Queue.
+        pub const CREATE_SQ: u8 = 0x01;
+        /// Get Log Page.
+        pub const GET_LOG_PAGE: u8 = 0x02;
+        /// Delete I/O Completion Queue.
+        pub const DELETE_CQ: u8 = 0x04;
+        /// Create I/O Completion Queue.
+        pub const CREATE_CQ: u8 = 0x05;
+        /// Identify.
+        pub const IDENTIFY: u8 = 0x06;
+        /// Abort.
+        pub const ABORT: u8 = 0x08;
+        /// Set Features.
+        pub const SET_FEATURES: u8 = 0x09;
+        /// Get Features.
+        pub const GET_FEATURES: u8 = 0x0a;
+        /// Asynchronous Event Request.
+        pub const ASYNC_EVENT: u8 = 0x0c;
+    }
+
+    /// NVM command set opcodes (§6).
+    pub mod io {
+        /// Flush.
+        pub const FLUSH: u8 = 0x00;
+        /// Write.
+        pub const WRITE: u8 = 0x01;
+        /// Read.
+        pub const READ: u8 = 0x02;
+    }
+
+    /// Feature identifiers (§5.21.1).
+    pub mod feat {
+        /// Arbitration.
+        pub const ARBITRATION: u8 = 0x01;
+        /// Volatile Write Cache.
+        pub const VOLATILE_WC: u8 = 0x06;
+        /// Number of Queues.
+        pub const NUM_QUEUES: u8 = 0x07;
+    }
+
+    /// Status field values (15 bits: SC | SCT << 8 | CRD << 11 | M << 13 | DNR << 14).
+    pub mod sc {
+        /// Successful completion.
+        pub const SUCCESS: u16 = 0x00;
+        /// Invalid Command Opcode.
+        pub const INVALID_OPCODE: u16 = 0x01;
+        /// Invalid Field in Command.
+        pub const INVALID_FIELD: u16 = 0x02;
+        /// Data Transfer Error.
+        pub const DATA_TRANSFER_ERROR: u16 = 0x04;
+        /// Internal Error.
+        pub const INTERNAL_ERROR: u16 = 0x06;
+        /// Command Abort Requested.
+        pub const ABORT_REQUESTED: u16 = 0x07;
+        /// Command Aborted due to SQ Deletion.
+        pub const ABORTED_SQ_DELETION: u16 = 0x08;
+        /// Invalid Namespace or Format.
+        pub const INVALID_NAMESPACE: u16 = 0x0b;
+        /// Command Sequence Error.
+        pub const COMMAND_SEQUENCE: u16 = 0x0c;
+        /// Invalid PRP Offset.
+        pub const INVALID_PRP_OFFSET: u16 = 0x13;
+        /// LBA Out of Range.
+        pub const LBA_OUT_OF_RANGE: u16 = 0x80;
+        /// Command specific (SCT 1): Completion Queue Invalid.
+        pub const CQ_INVALID: u16 = 0x100;
+        /// Command specific: Invalid Queue Identifier.
+        pub const INVALID_QID: u16 = 0x101;
+        /// Command specific: Invalid Queue Size.
+        pub const INVALID_QSIZE: u16 = 0x102;
+        /// Command specific: Asynchronous Event Request Limit Exceeded.
+        pub const AER_LIMIT: u16 = 0x105;
+        /// Command specific: Invalid Log Page.
+        pub const INVALID_LOG_PAGE: u16 = 0x109;
+        /// Command specific: Invalid Queue Deletion.
+        pub const INVALID_QUEUE_DELETION: u16 = 0x10c;
+        /// Command specific: Feature Identifier Not Saveable.
+        pub const FEATURE_NOT_SAVEABLE: u16 = 0x10d;
+        /// Media error (SCT 2): Write Fault.
+        pub const WRITE_FAULT: u16 = 0x280;
+        /// Media error: Unrecovered Read Error.
+        pub const UNRECOVERED_READ: u16 = 0x281;
+        /// Do Not Retry bit.
+        pub const DNR: u16 = 1 << 14;
+    }
+
+    /// NVMe version 1.3.0 (VS register value).
+    pub const VS_1_3: u32 = 0x0001_0300;
+    /// CAP.AMS bit 17: weighted round robin with urgent priority class supported.
+    pub const CAP_AMS_WRR: u64 = 1 << 17;
+    /// CC.EN.
+    pub const CC_EN: u32 = 1;
+    /// Shift of the CC.AMS field (bits 13:11).
+    pub const CC_AMS_SHIFT: u32 = 11;
+    /// CC.AMS field value: weighted round robin with urgent priority class.
+    pub const CC_AMS_WRR: u32 = 1;
+    /// Shift of the CC.SHN field (bits 15:14).
+    pub const CC_SHN_SHIFT: u32 = 14;
+    /// CC.SHN field value: normal shutdown.
+    pub const CC_SHN_NORMAL: u32 = 1;
+    /// CC.IOSQES (bits 19:16) and CC.IOCQES (bits 23:20) for 64-byte SQEs and 16-byte CQEs.
+    pub const CC_IOQES: u32 = (6 << 16) | (4 << 20);
+    /// CSTS.RDY.
+    pub const CSTS_RDY: u32 = 1;
+    /// CSTS.CFS (controller fatal status).
+    pub const CSTS_CFS: u32 = 1 << 1;
+    /// CSTS.SHST mask (bits 3:2).
+    pub const CSTS_SHST_MASK: u32 = 3 << 2;
+    /// CSTS.SHST = shutdown processing occurring.
+    pub const CSTS_SHST_OCCURRING: u32 = 1 << 2;
+    /// CSTS.SHST = shutdown processing complete.
+    pub const CSTS_SHST_COMPLETE: u32 = 2 << 2;
+    /// Size of a submission queue entry.
+    pub const SQE_SIZE: usize = 64;
+    /// Size of a completion queue entry.
+    pub const CQE_SIZE: usize = 16;
+}

@@ -254,19 +254,19 @@ impl Controller {
     fn assert_registers(&self, mem: &GuestMem) {
         let b = self.bar;
         let cap = self.cap();
-        if mem.load64(b + REG_CAP).ok() != Some(cap) {
-            let _ = mem.store64(b + REG_CAP, cap);
+        if mem.load64(b + r(reg::CAP)).ok() != Some(cap) {
+            let _ = mem.store64(b + r(reg::CAP), cap);
         }
-        if mem.load32(b + REG_VS).ok() != Some(NVME_VS_1_3) {
-            let _ = mem.store32(b + REG_VS, NVME_VS_1_3);
+        if mem.load32(b + r(reg::VS)).ok() != Some(VS_1_3) {
+            let _ = mem.store32(b + r(reg::VS), VS_1_3);
         }
-        if mem.load32(b + REG_CSTS).ok() != Some(self.csts) {
-            let _ = mem.store32(b + REG_CSTS, self.csts);
+        if mem.load32(b + r(reg::CSTS)).ok() != Some(self.csts) {
+            let _ = mem.store32(b + r(reg::CSTS), self.csts);
         }
     }
 
     fn poll_cc(&mut self, mem: &GuestMem, now: u64) -> bool {
-        let Ok(cc) = mem.load32(self.bar + REG_CC) else { return false };
+        let Ok(cc) = mem.load32(self.bar + r(reg::CC)) else { return false };
         let old = self.cc;
         self.cc = cc;
         let delay = if self.timed { self.cfg.enable_delay_ns } else { 0 };
@@ -318,7 +318,7 @@ impl Controller {
             return false;
         }
         let (Ok(aqa), Ok(asq), Ok(acq)) =
-            (mem.load32(self.bar + REG_AQA), mem.load64(self.bar + REG_ASQ), mem.load64(self.bar + REG_ACQ))
+            (mem.load32(self.bar + r(reg::AQA)), mem.load64(self.bar + r(reg::ASQ)), mem.load64(self.bar + r(reg::ACQ)))
         else {
             return false;
         };

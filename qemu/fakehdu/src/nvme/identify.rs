@@ -1,6 +1,6 @@
 //! Identify data structures (controller CNS 01h, namespace CNS 00h, active NS list CNS 02h).
 
-use super::spec::NVME_VS_1_3;
+use super::spec::VS_1_3;
 
 /// PCI vendor id reported in Identify (Red Hat, Inc., as QEMU's virtual devices use).
 pub const VID: u16 = 0x1b36;
@@ -26,7 +26,7 @@ pub fn controller(serial: &str, mdts: u8) -> [u8; 4096] {
     b[72] = 6; // RAB
     b[77] = mdts;
     b[78..80].copy_from_slice(&1u16.to_le_bytes()); // CNTLID
-    b[80..84].copy_from_slice(&NVME_VS_1_3.to_le_bytes());
+    b[80..84].copy_from_slice(&VS_1_3.to_le_bytes());
     b[111] = 1; // CNTRLTYPE: I/O controller
     b[258] = 3; // ACL (0's based)
     b[259] = 3; // AERL (0's based)

@@ -1,144 +1,26 @@
 //! NVMe 1.3 constants and the 64-byte SQE / 16-byte CQE formats.
 
-/// Controller Capabilities (64-bit).
-pub const REG_CAP: u64 = 0x00;
-/// Version.
-pub const REG_VS: u64 = 0x08;
-/// Interrupt mask set (accepted, no interrupts are raised).
-pub const REG_INTMS: u64 = 0x0c;
-/// Interrupt mask clear.
-pub const REG_INTMC: u64 = 0x10;
-/// Controller Configuration.
-pub const REG_CC: u64 = 0x14;
-/// Controller Status.
-pub const REG_CSTS: u64 = 0x1c;
-/// Admin Queue Attributes.
-pub const REG_AQA: u64 = 0x24;
-/// Admin SQ base (64-bit).
-pub const REG_ASQ: u64 = 0x28;
-/// Admin CQ base (64-bit).
-pub const REG_ACQ: u64 = 0x30;
-/// First doorbell (SQ0 tail).
-pub const REG_DOORBELL: u64 = 0x1000;
+// The numbers (register offsets, opcodes, feature ids, status codes, register bits) are the
+// shared ABI's `nvme` module, the same copy the kernel's bring-up uses.
+pub use directnvm_abi::nvme::*;
 
-/// NVMe version 1.3.0.
-pub const NVME_VS_1_3: u32 = 0x0001_0300;
-
-/// CC.EN.
-pub const CC_EN: u32 = 1;
-/// CC.AMS value for weighted round robin with urgent priority class.
-pub const CC_AMS_WRR: u32 = 1;
-/// CSTS.RDY.
-pub const CSTS_RDY: u32 = 1;
-/// CSTS.CFS (controller fatal status).
-pub const CSTS_CFS: u32 = 1 << 1;
-/// CSTS.SHST = shutdown processing occurring.
-pub const CSTS_SHST_OCCURRING: u32 = 1 << 2;
-/// CSTS.SHST = shutdown processing complete.
-pub const CSTS_SHST_COMPLETE: u32 = 2 << 2;
+/// Byte offset of register `off` (an `nvme::reg` offset) as a bus-address delta.
+pub const fn r(off: usize) -> u64 {
+    off as u64
+}
 
 /// CC field accessors.
 pub fn cc_css(cc: u32) -> u32 { (cc >> 4) & 7 }
 /// CC.MPS.
 pub fn cc_mps(cc: u32) -> u32 { (cc >> 7) & 0xf }
 /// CC.AMS.
-pub fn cc_ams(cc: u32) -> u32 { (cc >> 11) & 7 }
+pub fn cc_ams(cc: u32) -> u32 { (cc >> CC_AMS_SHIFT) & 7 }
 /// CC.SHN.
-pub fn cc_shn(cc: u32) -> u32 { (cc >> 14) & 3 }
+pub fn cc_shn(cc: u32) -> u32 { (cc >> CC_SHN_SHIFT) & 3 }
 /// CC.IOSQES.
 pub fn cc_iosqes(cc: u32) -> u32 { (cc >> 16) & 0xf }
 /// CC.IOCQES.
 pub fn cc_iocqes(cc: u32) -> u32 { (cc >> 20) & 0xf }
-
-/// Admin opcodes.
-pub mod admin {
-    /// Delete I/O Submission Queue.
-    pub const DELETE_SQ: u8 = 0x00;
-    /// Create I/O Submission Queue.
-    pub const CREATE_SQ: u8 = 0x01;
-    /// Get Log Page.
-    pub const GET_LOG_PAGE: u8 = 0x02;
-    /// Delete I/O Completion Queue.
-    pub const DELETE_CQ: u8 = 0x04;
-    /// Create I/O Completion Queue.
-    pub const CREATE_CQ: u8 = 0x05;
-    /// Identify.
-    pub const IDENTIFY: u8 = 0x06;
-    /// Abort.
-    pub const ABORT: u8 = 0x08;
-    /// Set Features.
-    pub const SET_FEATURES: u8 = 0x09;
-    /// Get Features.
-    pub const GET_FEATURES: u8 = 0x0a;
-    /// Asynchronous Event Request.
-    pub const ASYNC_EVENT: u8 = 0x0c;
-}
-
-/// NVM command set opcodes.
-pub mod io {
-    /// Flush.
-    pub const FLUSH: u8 = 0x00;
-    /// Write.
-    pub const WRITE: u8 = 0x01;
-    /// Read.
-    pub const READ: u8 = 0x02;
-}
-
-/// Feature identifiers.
-pub mod feat {
-    /// Arbitration.
-    pub const ARBITRATION: u8 = 0x01;
-    /// Volatile Write Cache.
-    pub const VOLATILE_WC: u8 = 0x06;
-    /// Number of Queues.
-    pub const NUM_QUEUES: u8 = 0x07;
-}
-
-/// Status field values (15 bits: SC | SCT << 8 | CRD << 11 | M << 13 | DNR << 14).
-pub mod sc {
-    /// Successful completion.
-    pub const SUCCESS: u16 = 0x00;
-    /// Invalid Command Opcode.
-    pub const INVALID_OPCODE: u16 = 0x01;
-    /// Invalid Field in Command.
-    pub const INVALID_FIELD: u16 = 0x02;
-    /// Data Transfer Error.
-    pub const DATA_TRANSFER_ERROR: u16 = 0x04;
-    /// Internal Error.
-    pub const INTERNAL_ERROR: u16 = 0x06;
-    /// Command Abort Requested.
-    pub const ABORT_REQUESTED: u16 = 0x07;
-    /// Command Aborted due to SQ Deletion.
-    pub const ABORTED_SQ_DELETION: u16 = 0x08;
-    /// Invalid Namespace or Format.
-    pub const INVALID_NAMESPACE: u16 = 0x0b;
-    /// Command Sequence Error.
-    pub const COMMAND_SEQUENCE: u16 = 0x0c;
-    /// Invalid PRP Offset.
-    pub const INVALID_PRP_OFFSET: u16 = 0x13;
-    /// LBA Out of Range.
-    pub const LBA_OUT_OF_RANGE: u16 = 0x80;
-    /// Command specific (SCT 1): Completion Queue Invalid.
-    pub const CQ_INVALID: u16 = 0x100;
-    /// Command specific: Invalid Queue Identifier.
-    pub const INVALID_QID: u16 = 0x101;
-    /// Command specific: Invalid Queue Size.
-    pub const INVALID_QSIZE: u16 = 0x102;
-    /// Command specific: Asynchronous Event Request Limit Exceeded.
-    pub const AER_LIMIT: u16 = 0x105;
-    /// Command specific: Invalid Log Page.
-    pub const INVALID_LOG_PAGE: u16 = 0x109;
-    /// Command specific: Invalid Queue Deletion.
-    pub const INVALID_QUEUE_DELETION: u16 = 0x10c;
-    /// Command specific: Feature Identifier Not Saveable.
-    pub const FEATURE_NOT_SAVEABLE: u16 = 0x10d;
-    /// Media error (SCT 2): Write Fault.
-    pub const WRITE_FAULT: u16 = 0x280;
-    /// Media error: Unrecovered Read Error.
-    pub const UNRECOVERED_READ: u16 = 0x281;
-    /// Do Not Retry bit.
-    pub const DNR: u16 = 1 << 14;
-}
 
 /// A submission queue entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -262,10 +144,10 @@ impl Cqe {
 
 /// Address of the SQ `qid` tail doorbell (stride 4 bytes, CAP.DSTRD = 0).
 pub fn sq_doorbell(bar: u64, qid: u16) -> u64 {
-    bar + REG_DOORBELL + 8 * u64::from(qid)
+    bar + r(reg::DOORBELL) + 8 * u64::from(qid)
 }
 
 /// Address of the CQ `qid` head doorbell.
 pub fn cq_doorbell(bar: u64, qid: u16) -> u64 {
-    bar + REG_DOORBELL + 8 * u64::from(qid) + 4
+    bar + r(reg::DOORBELL) + 8 * u64::from(qid) + 4
 }
