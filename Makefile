@@ -7,6 +7,7 @@
 #   make guest     cross-build the aarch64 guest programs
 #   make demo      boot the virtual board, load the modules, show what the stack sees
 #   make check     host tests + DT checks + the guest suite in QEMU
+#   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -17,7 +18,7 @@ RUST_LIB_SRC ?= /usr/lib/rustlib/src/rust/library
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
-.PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean
+.PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean wrr
 
 all: modules
 
@@ -60,6 +61,17 @@ test-guest: initramfs
 
 demo: initramfs
 	@bash qemu/run.sh --demo
+
+# Rev 2 with one engine per urgency class, an SSD model slow enough to be the bottleneck and
+# few commands in flight inside it, so the controller's arbitration decides who is served.
+WRR_SSD ?= read_iops=20000
+WRR_INFLIGHT ?= 8
+wrr: initramfs
+	@mkdir -p build
+	@bash qemu/run.sh --mode wrr --revision 2 --engines 4 --timeout 600 --keep-log build/wrr.log \
+	  --fake-arg --ssd --fake-arg $(WRR_SSD) --fake-arg --max-inflight --fake-arg $(WRR_INFLIGHT)
+	@grep -a '^wrr:' build/wrr.log
+	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
 
 check: test-host dtcheck test-guest
 

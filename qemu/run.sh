@@ -3,10 +3,13 @@
 # project's DT overlay, the test kernel, the initramfs, and the fake HDU device process.
 #
 #   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
-#               [--keep-log FILE] [--env KEY=VALUE]...
+#               [--keep-log FILE] [--env KEY=VALUE]... [--fake-arg ARG]... [--engines N]
 #
 # --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
-# KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE).
+# KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
+# ARG to the fake-hdu process (e.g. --fake-arg --ssd --fake-arg read_iops=20000). --engines N
+# sets directnvm,engines-per-hdu in the board DT (1 by default; 4 = one engine per urgency class,
+# rev 2 only); the drivers and the fake device both read it from there.
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
 # process and the /dev/shm memory file are removed on exit, whatever happens.
@@ -14,6 +17,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 
 MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
+FAKE_ARGS=() ENGINES=
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) MODE=suite ;;
@@ -25,6 +29,8 @@ while [ $# -gt 0 ]; do
       [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.,:/+-]*$ ]] || { echo "run.sh: bad --env $2" >&2; exit 2; }
       GUEST_ENV="$GUEST_ENV dnvm.env.$2"; shift ;;
     --revision) REVISION=$2; shift ;;
+    --fake-arg) FAKE_ARGS+=("$2"); shift ;;
+    --engines) ENGINES=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --keep-log) LOG=$2; shift ;;
     --no-device) DEVICE=0 ;;   # boot without the fake HDU device (kernel-only debugging)
@@ -69,11 +75,14 @@ MACHINE=(-M "virt,memory-backend=ram" -cpu cortex-a53 -smp 4 -m ${RAM_MB}M -nic 
 qemu-system-aarch64 "${MACHINE[@]}" -machine dumpdtb="$WORK/virt.dtb" -display none >/dev/null 2>&1
 dtc -@ -q -I dts -O dtb -o "$WORK/overlay.dtbo" "$TOP/dts/qemu-virt-directnvm.dtso"
 fdtoverlay -i "$WORK/virt.dtb" -o "$WORK/board.dtb" "$WORK/overlay.dtbo"
+if [ -n "$ENGINES" ]; then
+  fdtput -t u "$WORK/board.dtb" /pl-bus/directnvm@7f100000 directnvm,engines-per-hdu "$ENGINES"
+fi
 
 if [ $DEVICE -eq 1 ]; then
   "$FAKE" --mem-file "$SHM" --ram-base 0x40000000 --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
   --revision "$REVISION" --disk "$WORK/disk.img" --disk-size 1G --socket "$WORK/fake-hdu.sock" \
-  > "$WORK/fake-hdu.log" 2>&1 &
+  "${FAKE_ARGS[@]}" > "$WORK/fake-hdu.log" 2>&1 &
   FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
 fi
 

@@ -4,7 +4,8 @@
 //! fake-hdu --mem-file /dev/shm/dnvm-ram [--ram-base 0x40000000] [--ram-size 1G]
 //!          [--mem-offset 0] [--dtb board.dtb] [--revision 1|2] [--engines 1|2|4]
 //!          [--disk disk.img] [--disk-size 1G] [--socket /tmp/fake-hdu.sock]
-//!          [--timing wallclock|none|virtual]
+//!          [--timing wallclock|none|virtual] [--max-inflight N]
+//!          [--ssd read_iops=N,write_iops=N,read_bw=N,write_bw=N,read_latency_ns=N,...]
 //! ```
 //! Exits cleanly (disk flushed, socket removed, threads joined) on SIGTERM/SIGINT or the
 //! control socket's `shutdown`.
@@ -20,7 +21,9 @@ use fakehdu::{Board, Config, DiskSource, FakeHdu, MemorySource, TimingMode};
 
 const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-size SIZE] [--mem-offset OFF]
                 [--dtb FILE] [--revision 1|2] [--engines 1|2|4] [--disk IMG] [--disk-size SIZE]
-                [--socket PATH] [--timing wallclock|none|virtual]
+                [--socket PATH] [--timing wallclock|none|virtual] [--max-inflight N]
+                [--ssd KEY=N[,KEY=N..]]   (SSD model: channels read_iops write_iops read_bw
+                 write_bw read_latency_ns write_latency_ns flush_latency_ns)
 SIZE accepts K/M/G suffixes; numbers may be 0x-hex.";
 
 fn size(s: &str) -> Result<u64, String> {
@@ -31,6 +34,26 @@ fn size(s: &str) -> Result<u64, String> {
         _ => (s, 1),
     };
     num(n)?.checked_mul(mul).ok_or_else(|| format!("size '{s}' overflows"))
+}
+
+/// Apply `key=value[,key=value..]` to the SSD timing model.
+fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<(), String> {
+    for kv in spec.split(',').filter(|s| !s.is_empty()) {
+        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--ssd: '{kv}' is not KEY=N"))?;
+        let v = num(v)?;
+        match k {
+            "channels" => p.channels = v.max(1) as u32,
+            "read_iops" => p.read_iops = v.max(1),
+            "write_iops" => p.write_iops = v.max(1),
+            "read_bw" => p.read_bw = v.max(1),
+            "write_bw" => p.write_bw = v.max(1),
+            "read_latency_ns" => p.read_latency_ns = v,
+            "write_latency_ns" => p.write_latency_ns = v,
+            "flush_latency_ns" => p.flush_latency_ns = v,
+            _ => return Err(format!("--ssd: unknown key '{k}'")),
+        }
+    }
+    Ok(())
 }
 
 fn run() -> Result<(), String> {
@@ -65,6 +88,8 @@ fn run() -> Result<(), String> {
                     t => return Err(format!("unknown timing '{t}'")),
                 }
             }
+            "--max-inflight" => cfg.nvme.max_inflight = (num(&val()?)? as usize).max(1),
+            "--ssd" => ssd_params(&mut cfg.nvme.ssd, &val()?)?,
             "-h" | "--help" => {
                 println!("{USAGE}");
                 return Ok(());

@@ -2,7 +2,8 @@
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.
 //!
-//! Usage: `dnvm-guest-tests suite` (everything) or `dnvm-guest-tests info` (demo output).
+//! Usage: `dnvm-guest-tests suite` (everything), `info` (demo output) or `wrr` (the arbitration
+//! experiment, `make wrr`).
 
 mod drivers;
 mod klog;
@@ -10,6 +11,7 @@ mod library;
 mod rawio;
 mod sys;
 mod tap;
+mod wrr;
 
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
@@ -23,8 +25,9 @@ fn main() {
             t.finish()
         }
         "info" => drivers::show(),
+        "wrr" => wrr::run(),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|info] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|info|wrr] (got {other})");
             false
         }
     };
