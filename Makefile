@@ -69,7 +69,7 @@ WRR_INFLIGHT ?= 8
 wrr: initramfs
 	@mkdir -p build
 	@bash qemu/run.sh --mode wrr --revision 2 --engines 4 --timeout 600 --keep-log build/wrr.log \
-	  --fake-arg --ssd --fake-arg $(WRR_SSD) --fake-arg --max-inflight --fake-arg $(WRR_INFLIGHT)
+	  --fake-arg --ssd --fake-arg $(WRR_SSD) --fake-arg --max-inflight --fake-arg $(WRR_INFLIGHT) >/dev/null
 	@grep -a '^wrr:' build/wrr.log
 	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
 

@@ -46,7 +46,7 @@ fn stream(d: &Device, core: u32, priority: u16, qd: usize, count: &AtomicU64, st
         let n = h.poll(&mut out);
         if n == 0 {
             idle += 1;
-            if idle % 64 == 0 {
+            if idle % 8 == 0 {
                 std::thread::yield_now(); // 4 vCPUs share 2 host cores: let the others run
             }
             continue;
