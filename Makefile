@@ -54,10 +54,12 @@ test-host: deps
 dtcheck: deps
 	@bash scripts/dtcheck.sh
 
-# The guest suite runs twice: the fake device as the published RTL (rev 1) and as rev 2.
+# The guest suite runs three times: the fake device as the published RTL (rev 1), as rev 2 with
+# one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs).
 test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 1
 	@bash qemu/run.sh --suite --revision 2
+	@bash qemu/run.sh --suite --revision 2 --engines 4
 
 demo: initramfs
 	@bash qemu/run.sh --demo
