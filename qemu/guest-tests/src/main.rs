@@ -2,7 +2,8 @@
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.
 //!
-//! Usage: `dnvm-guest-tests suite` (everything) or `dnvm-guest-tests info` (demo output).
+//! Usage: `dnvm-guest-tests suite` (everything), `dnvm-guest-tests info` (demo output) or
+//! `dnvm-guest-tests libbench` (library figures, `make bench-guest`).
 
 mod drivers;
 mod klog;
@@ -23,8 +24,9 @@ fn main() {
             t.finish()
         }
         "info" => drivers::show(),
+        "libbench" => library::bench_mode(),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|info] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|info|libbench] (got {other})");
             false
         }
     };

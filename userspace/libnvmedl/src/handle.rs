@@ -701,14 +701,14 @@ impl Handle {
     }
 
     fn enqueue(&mut self, mut s: Slot, r: &Request, sync: bool) -> u64 {
-        let now = self.now_ns();
         self.seq += 1;
         s.tag = r.tag.unwrap_or(self.seq);
         s.sync = sync;
         s.info = SchedInfo {
             priority: s.urgency,
             seq: self.seq,
-            deadline_ns: r.deadline.map_or(u64::MAX, |d| now.saturating_add(d.as_nanos() as u64)),
+            // The clock is read only for requests with a deadline (it costs ~20 ns).
+            deadline_ns: r.deadline.map_or(u64::MAX, |d| self.now_ns().saturating_add(d.as_nanos() as u64)),
         };
         // The caller checked that a slot is free.
         let id = self.free.pop().unwrap_or_default();
