@@ -349,6 +349,9 @@ impl Default for SchedInfo {
 enum Hw {
     Idle,
     /// A batch runs; `seen` once START read 0 (the device consumed it, so DONE is current).
+    /// `started_ns` is 0 until the first poll that reads the clock stamps it (the timeout
+    /// counts from there; that poll comes at most 32 polls after START), so a batch that
+    /// finishes quickly costs no clock read.
     InFlight { started_ns: u64, seen: bool },
     /// The batch timed out; its requests were failed. Waiting for a late DONE or `reset()`.
     Wedged { seen: bool },
@@ -776,7 +779,7 @@ impl Handle {
     // ------------------------------------------------------------------ hardware batches
 
     fn launch(&mut self) {
-        let now = self.now_ns();
+        let now = if self.sched.uses_clock() { self.now_ns() } else { 0 };
         let mut n = 0u32;
         self.inflight.clear();
         self.inflight_done.clear();
@@ -826,7 +829,7 @@ impl Handle {
         self.stats.batches += 1;
         self.stats.entries += u64::from(n);
         self.stats.max_batch = self.stats.max_batch.max(n);
-        self.hw = Hw::InFlight { started_ns: now, seen: false };
+        self.hw = Hw::InFlight { started_ns: 0, seen: false };
     }
 
     /// True once DONE of the current batch is visible (handles the stale-DONE hazard).
@@ -956,16 +959,22 @@ impl Handle {
     /// Advance the hardware state machine once; `check_time` reads the clock.
     fn progress(&mut self, check_time: bool) {
         match self.hw {
-            Hw::InFlight { started_ns, mut seen } => {
+            Hw::InFlight { mut started_ns, mut seen } => {
                 if self.batch_done(&mut seen) {
                     self.harvest();
                     self.hw = Hw::Idle;
                 } else {
-                    self.hw = Hw::InFlight { started_ns, seen };
                     self.complete_early();
-                    if check_time && self.now_ns().saturating_sub(started_ns) > self.timeout.as_nanos() as u64 {
-                        self.wedge(seen);
+                    if check_time {
+                        let now = self.now_ns().max(1);
+                        if started_ns == 0 {
+                            started_ns = now;
+                        } else if now.saturating_sub(started_ns) > self.timeout.as_nanos() as u64 {
+                            self.wedge(seen);
+                            return;
+                        }
                     }
+                    self.hw = Hw::InFlight { started_ns, seen };
                     return;
                 }
             }
