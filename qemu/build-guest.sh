@@ -5,9 +5,9 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 cd "$TOP"
 GUEST_PKGS=(-p dnvm-guest-tests -p libnvmedl -p nvmedl-tools)
-# Further guest binaries (nvmedl, nvmedl-bench, the C example) are added here as they land.
+# panic_unwind matches the workspace profiles (panic = "unwind", needed by libnvmedl's C ABI).
 export RUSTC_BOOTSTRAP=1
-cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_abort \
+cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind \
   "${GUEST_PKGS[@]}" >&2
 bash "$TOP/userspace/examples/build-c.sh" guest >&2
 echo "$TOP/target/aarch64-unknown-linux-gnu/release"

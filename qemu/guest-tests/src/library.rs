@@ -1,8 +1,9 @@
 //! libnvmedl in the guest: the Rust API in this process, the C example, the `nvmedl` CLI and
-//! a short verified `nvmedl-bench` run on each core, and 4 threads on 4 cores writing and
-//! reading back distinct ranges. Needs the fake device (cases fail, never hang, without it).
+//! a short verified `nvmedl-bench` run on each core, 4 threads pinned to 4 cores writing and
+//! reading back distinct ranges, and a ptrace count of the system calls in the I/O loop.
+//! Needs the fake device (cases fail, never hang, without it).
 //!
-//! Size per core of the 4-core runs: `DNVM_LIB_MB` (default 8; the full run uses 64).
+//! Size per core of the 4-core runs: `DNVM_LIB_MB` (default 8; `make test-64m` uses 64).
 
 use std::time::{Duration, Instant};
 
@@ -10,6 +11,19 @@ use nvmedl::{Buffer, Device, Error, HandleOptions, Request};
 
 use crate::sys::sh;
 use crate::tap::{check, eq, Case, Tap};
+
+/// Pin the calling thread to CPU `cpu` (the paper's one-thread-per-core pattern).
+fn pin(cpu: u32) -> Result<(), String> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET stays inside it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        libc::CPU_SET(cpu as usize, &mut set);
+        if libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) != 0 {
+            return Err(format!("sched_setaffinity(cpu {cpu}): {}", std::io::Error::last_os_error()));
+        }
+    }
+    Ok(())
+}
 
 fn mb_per_core() -> u64 {
     std::env::var("DNVM_LIB_MB").ok().and_then(|v| v.parse().ok()).filter(|&v| v > 0).unwrap_or(8)
@@ -72,6 +86,10 @@ fn four_cores_rust(mb: u64) -> Case {
         .map(|core| {
             let d = d.clone();
             std::thread::spawn(move || -> Result<(), String> {
+                pin(core)?;
+                // SAFETY: sched_getcpu has no preconditions.
+                let cpu = unsafe { libc::sched_getcpu() };
+                check(cpu == core as i32, format!("thread for core {core} runs on CPU {cpu}"))?;
                 let opts = HandleOptions { timeout: Duration::from_secs(10), ..HandleOptions::default() };
                 let mut h = d.handle_with(core, opts).map_err(|e| format!("core {core}: {e}"))?;
                 let chunk = 128 * 1024usize;
@@ -159,21 +177,34 @@ fn c_example(pages: u64, cores: u32) -> Case {
     check(out.matches("verify ok").count() == 2, "dlexample did not verify both phases")
 }
 
-/// Informational figures (the case passes when every run completes without error).
-fn figures() -> Case {
-    for args in [
-        "--rw rand-read --cores 0 --iodepth 1 --size 8M --runtime 1",
-        "--rw rand-read --cores 0 --iodepth 32 --size 8M --runtime 1",
-        "--rw rand-read --cores 0,1,2,3 --iodepth 32 --size 8M --runtime 1",
-        "--rw seq-read --cores 0 --bs 128k --iodepth 32 --size 16M --runtime 1",
-        "--rw seq-write --cores 0 --bs 128k --iodepth 32 --size 16M --runtime 1",
-    ] {
-        let out = run_ok(&format!("/bin/nvmedl-bench {args}"))?;
+/// The nvmedl-bench runs behind the figures (README "Measured").
+const FIGURE_RUNS: [&str; 7] = [
+    "--rw rand-read --cores 0 --iodepth 1 --size 8M",
+    "--rw rand-read --cores 0 --iodepth 32 --size 8M",
+    "--rw rand-read --cores 0,1,2,3 --iodepth 32 --size 8M",
+    "--rw seq-read --cores 0 --bs 128k --iodepth 32 --size 16M",
+    "--rw seq-read --cores 0,1,2,3 --bs 128k --iodepth 32 --size 16M",
+    "--rw seq-write --cores 0 --bs 128k --iodepth 32 --size 16M",
+    "--rw mixed --cores 0,1,2,3 --iodepth 32 --size 8M --verify",
+];
+
+/// Informational figures, `seconds` per run (the case passes when every run completes
+/// without error).
+fn figures(seconds: u32) -> Case {
+    for args in FIGURE_RUNS {
+        let out = run_ok(&format!("/bin/nvmedl-bench {args} --runtime {seconds}"))?;
         let total = out.lines().find(|l| l.starts_with("total:")).unwrap_or("");
         let lat = out.lines().find(|l| l.starts_with("latency")).unwrap_or("");
-        println!("# nvmedl-bench {args}: {total}; {lat}");
+        println!("# nvmedl-bench {args} --runtime {seconds}: {total}; {lat}");
     }
     Ok(())
+}
+
+/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs.
+pub fn bench_mode() -> bool {
+    let mut t = Tap::default();
+    t.case("library: nvmedl-bench figures, 5 s per run", || figures(5));
+    t.finish()
 }
 
 /// Run the library cases.
@@ -186,8 +217,196 @@ pub fn run(t: &mut Tap) {
         t.case(&format!("library: verified nvmedl-bench on core {core}"), || bench(core));
     }
     t.case(&format!("library: 4 threads x 4 cores, {mb} MiB each, verified (Rust API)"), || four_cores_rust(mb));
-    // The C example keeps one core's range in one buffer: at most 8 MiB (the data slice).
-    let pages = (mb.min(8) << 20) / 4096;
-    t.case(&format!("library: 4 threads x 4 cores, {} MiB each, verified (C example)", mb.min(8)), || c_example(pages, 4));
-    t.case("library: nvmedl-bench figures (informational)", figures);
+    // The C example moves ranges larger than the data slice through a window buffer.
+    t.case(&format!("library: 4 threads x 4 cores, {mb} MiB each, verified (C example)"), || c_example((mb << 20) / 4096, 4));
+    t.case("library: zero syscalls in the I/O loop (ptrace count over 100k I/Os)", syscalls_in_io_loop);
+    t.case("library: nvmedl-bench figures (informational)", || figures(1));
+}
+
+// ------------------------------------------------------------------------------------------
+// System calls of the I/O path, counted with ptrace (the guest has no strace).
+//
+// The tracer forks `nvmedl-bench --syscall-markers`, follows every thread (PTRACE_O_TRACECLONE)
+// through syscall-stops (PTRACE_SYSCALL + PTRACE_GET_SYSCALL_INFO) and counts, per thread, the
+// system calls between the job's two marker calls `prctl(SYSCALL_MARK, 1)` and
+// `prctl(SYSCALL_MARK, 2)`, which bracket the timed I/O loop.
+
+/// `nvmedl-bench`'s marker (`SYSCALL_MARK` in userspace/tools/src/bench.rs).
+const SYSCALL_MARK: u64 = 0x444e_564d;
+const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
+const SYSCALL_INFO_ENTRY: u8 = 1;
+
+/// `struct ptrace_syscall_info` (include/uapi/linux/ptrace.h), entry view.
+#[repr(C)]
+#[derive(Default)]
+struct SyscallInfo {
+    op: u8,
+    pad: [u8; 3],
+    arch: u32,
+    ip: u64,
+    sp: u64,
+    nr: u64,
+    args: [u64; 6],
+    ret_data: u32,
+    pad2: u32,
+}
+
+/// What the tracer saw.
+#[derive(Default, Debug)]
+struct SyscallCount {
+    /// Every system call of every thread (setup included).
+    total: u64,
+    /// System calls between a thread's begin and end markers.
+    in_loop: u64,
+    /// Syscall numbers seen in the loop (first few), for the report.
+    in_loop_nrs: Vec<u64>,
+    begins: u32,
+    ends: u32,
+    exit_status: i32,
+}
+
+/// Run `argv` under ptrace and count its system calls (bounded by `limit`).
+fn count_syscalls(argv: &[&str], limit: Duration) -> Result<SyscallCount, String> {
+    use std::collections::HashMap;
+    use std::ffi::CString;
+    let cargs: Vec<CString> = argv.iter().map(|a| CString::new(*a).unwrap()).collect();
+    let mut cptrs: Vec<*const libc::c_char> = cargs.iter().map(|c| c.as_ptr()).collect();
+    cptrs.push(std::ptr::null());
+    let devnull = CString::new("/dev/null").unwrap();
+    // SAFETY: fork in a process whose other threads have all been joined; the child only calls
+    // async-signal-safe functions (open, dup2, ptrace, raise, execv, _exit) on memory prepared
+    // before.
+    let child = unsafe { libc::fork() };
+    if child < 0 {
+        return Err(format!("fork: {}", std::io::Error::last_os_error()));
+    }
+    if child == 0 {
+        // SAFETY: see above; the argument vector is NULL-terminated.
+        unsafe {
+            // Keep the TAP output clean: the bench's report goes to /dev/null.
+            let fd = libc::open(devnull.as_ptr(), libc::O_WRONLY);
+            if fd >= 0 {
+                libc::dup2(fd, 1);
+            }
+            libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0);
+            libc::raise(libc::SIGSTOP);
+            libc::execv(cptrs[0], cptrs.as_ptr());
+            libc::_exit(127);
+        }
+    }
+    let kill_child = || {
+        // SAFETY: kill of our own child.
+        unsafe { libc::kill(child, libc::SIGKILL) };
+    };
+    let t0 = Instant::now();
+    let mut c = SyscallCount::default();
+    // Per thread: inside the marked loop?
+    let mut in_loop: HashMap<i32, bool> = HashMap::new();
+    let mut first = true;
+    loop {
+        let mut status = 0;
+        // SAFETY: plain waitpid on our tracees.
+        let pid = unsafe { libc::waitpid(-1, &mut status, libc::__WALL | libc::WNOHANG) };
+        if pid == 0 {
+            if t0.elapsed() > limit {
+                kill_child();
+                // SAFETY: reap it.
+                unsafe { libc::waitpid(child, &mut status, libc::__WALL) };
+                return Err(format!("traced run did not finish within {limit:?}"));
+            }
+            std::thread::sleep(Duration::from_micros(200));
+            continue;
+        }
+        if pid < 0 {
+            return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
+        }
+        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+            in_loop.remove(&pid);
+            if pid == child {
+                c.exit_status = if libc::WIFEXITED(status) { libc::WEXITSTATUS(status) } else { 128 + libc::WTERMSIG(status) };
+                return Ok(c);
+            }
+            continue;
+        }
+        if !libc::WIFSTOPPED(status) {
+            continue;
+        }
+        let sig = libc::WSTOPSIG(status);
+        let mut inject = 0;
+        if first {
+            // The child's own SIGSTOP before exec: set the options once.
+            first = false;
+            let opts = libc::PTRACE_O_TRACESYSGOOD | libc::PTRACE_O_TRACECLONE | libc::PTRACE_O_TRACEEXEC | libc::PTRACE_O_EXITKILL;
+            // SAFETY: the tracee is stopped.
+            if unsafe { libc::ptrace(libc::PTRACE_SETOPTIONS, pid, 0, opts as libc::c_long) } != 0 {
+                kill_child();
+                return Err(format!("PTRACE_SETOPTIONS: {}", std::io::Error::last_os_error()));
+            }
+        } else if sig == libc::SIGTRAP | 0x80 {
+            let mut info = SyscallInfo::default();
+            // SAFETY: the tracee is in a syscall-stop; the kernel writes at most the size given.
+            let r = unsafe {
+                libc::ptrace(PTRACE_GET_SYSCALL_INFO, pid, std::mem::size_of::<SyscallInfo>(), &mut info as *mut SyscallInfo)
+            };
+            if r <= 0 {
+                kill_child();
+                return Err(format!("PTRACE_GET_SYSCALL_INFO: {}", std::io::Error::last_os_error()));
+            }
+            if info.op == SYSCALL_INFO_ENTRY {
+                c.total += 1;
+                let inside = in_loop.entry(pid).or_insert(false);
+                if info.nr == libc::SYS_prctl as u64 && info.args[0] == SYSCALL_MARK {
+                    match info.args[1] {
+                        1 => {
+                            *inside = true;
+                            c.begins += 1;
+                        }
+                        2 => {
+                            *inside = false;
+                            c.ends += 1;
+                        }
+                        _ => {}
+                    }
+                } else if *inside {
+                    c.in_loop += 1;
+                    if c.in_loop_nrs.len() < 8 {
+                        c.in_loop_nrs.push(info.nr);
+                    }
+                }
+            }
+        } else if sig == libc::SIGTRAP && status >> 16 != 0 {
+            // PTRACE_EVENT_CLONE / EXEC stop: nothing to deliver.
+        } else if sig == libc::SIGSTOP {
+            // A new thread's attach stop.
+        } else {
+            inject = sig;
+        }
+        // SAFETY: the tracee is stopped; resume it to the next syscall-stop.
+        unsafe { libc::ptrace(libc::PTRACE_SYSCALL, pid, 0, inject as libc::c_long) };
+    }
+}
+
+fn syscalls_in_io_loop() -> Case {
+    const IOS: &str = "100000";
+    let bench = ["/bin/nvmedl-bench", "--rw", "rand-read", "--cores", "0", "--iodepth", "32", "--size", "8M", "--ios", IOS, "--syscall-markers"];
+    let t0 = Instant::now();
+    let c = count_syscalls(&bench, Duration::from_secs(300))?;
+    println!(
+        "# syscalls: nvmedl-bench rand-read QD32 {IOS} I/Os (yield off): {} in the I/O loop, {} in the whole process (setup, threads, exit); {:.1} s",
+        c.in_loop, c.total, t0.elapsed().as_secs_f64()
+    );
+    eq(c.exit_status, 0, "nvmedl-bench exit status")?;
+    eq((c.begins, c.ends), (1, 1), "marker calls (begin, end)")?;
+    check(c.total > 20, format!("the tracer saw only {} syscalls in the whole run", c.total))?;
+    eq(c.in_loop, 0, &format!("syscalls in the I/O loop (numbers {:?})", c.in_loop_nrs))?;
+    // Positive control: with the yield option on, the same loop makes system calls
+    // (sched_yield) and the counter must see them.
+    let mut polite = bench.to_vec();
+    polite[10] = "2000";
+    polite.extend(["--yield", "1"]);
+    let c2 = count_syscalls(&polite, Duration::from_secs(120))?;
+    println!("# syscalls: control run with --yield 1 (2000 I/Os): {} in the I/O loop (numbers {:?})", c2.in_loop, c2.in_loop_nrs);
+    eq(c2.exit_status, 0, "nvmedl-bench --yield exit status")?;
+    check(c2.in_loop > 0, "control run: the counter saw no sched_yield in the loop")?;
+    check(c2.in_loop_nrs.iter().all(|&n| n == libc::SYS_sched_yield as u64), format!("control run: unexpected syscalls {:?}", c2.in_loop_nrs))
 }

@@ -2,8 +2,8 @@
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.
 //!
-//! Usage: `dnvm-guest-tests suite` (everything), `info` (demo output) or `wrr` (the arbitration
-//! experiment, `make wrr`).
+//! Usage: `dnvm-guest-tests suite` (everything), `info` (demo output), `libbench` (library
+//! figures, `make bench-guest`) or `wrr` (the arbitration experiment, `make wrr`).
 
 mod drivers;
 mod klog;
@@ -26,8 +26,9 @@ fn main() {
         }
         "info" => drivers::show(),
         "wrr" => wrr::run(),
+        "libbench" => library::bench_mode(),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|info|wrr] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|info|libbench|wrr] (got {other})");
             false
         }
     };

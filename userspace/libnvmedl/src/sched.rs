@@ -31,6 +31,11 @@ pub trait Scheduler: Send {
     fn unpop(&mut self, id: u32, info: SchedInfo);
     /// Number of queued ids.
     fn len(&self) -> usize;
+    /// Whether `pop` looks at `now_ns` (false lets the handle skip reading the clock when it
+    /// starts a batch; `now_ns` is then 0).
+    fn uses_clock(&self) -> bool {
+        true
+    }
     /// True when nothing is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0
@@ -58,6 +63,9 @@ impl Scheduler for Fifo {
     }
     fn len(&self) -> usize {
         self.q.len()
+    }
+    fn uses_clock(&self) -> bool {
+        false
     }
 }
 

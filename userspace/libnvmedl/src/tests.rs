@@ -272,9 +272,20 @@ fn stuck_engine_times_out_and_recovers() {
         let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_millis(200), ..opts() }).unwrap();
         let b = h.buf_alloc(4096).unwrap();
         h.read(&b, 0).unwrap();
+        settle(&ip, &mut h);
         ip.control(ControlOp::Stuck { hdu: 0, on: true }).unwrap();
         let t0 = std::time::Instant::now();
-        assert_eq!(h.read(&b, 0), Err(Error::Timeout));
+        if rev == HDU_REV2 {
+            // Rev 2: the entry's status word says done, so the read completes early (see
+            // rev2_completes_requests_from_status_words_before_done)...
+            assert_eq!(h.read(&b, 0), Ok(()));
+            // ...but DONE never comes: the next request stays staged, the batch times out and
+            // the staged request fails.
+            assert_eq!(h.read(&b, 0), Err(Error::NotReady));
+            assert_eq!(h.stats().timeouts, 1);
+        } else {
+            assert_eq!(h.read(&b, 0), Err(Error::Timeout));
+        }
         assert!(t0.elapsed() < Duration::from_secs(2));
         assert!(h.is_wedged());
         assert_eq!(h.submit(Request::read(&b, 0)).unwrap_err(), Error::NotReady);
@@ -338,9 +349,13 @@ fn four_threads_on_four_cores() {
     }
 }
 
+/// The C API keeps its device in a global: tests that use it run one at a time.
+static FFI_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn c_abi() {
     use crate::ffi::*;
+    let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (_ip, dev) = board(HDU_REV2, 1);
     nvmedl_admin_init_with(dev);
     assert_eq!(nvmedl_admin_init(), 0);
@@ -397,4 +412,128 @@ fn c_abi() {
         nvmedl_destroy_handle(std::ptr::null_mut());
     }
     nvmedl_admin_fini();
+}
+
+/// A backend that panics when a core is opened (everything else is the in-process model).
+struct PanickingPlatform(Arc<InProc>);
+
+impl crate::platform::Platform for PanickingPlatform {
+    fn info(&self) -> Result<DnvmInfo> {
+        self.0.info()
+    }
+    fn layout(&self) -> Result<DnvmLayout> {
+        self.0.layout()
+    }
+    fn open_core(&self, _core: u32) -> Result<Box<dyn crate::platform::CoreMapping>> {
+        panic!("test: panic inside open_core")
+    }
+    fn hdu_info(&self, core: u32) -> Result<HduInfo> {
+        self.0.hdu_info(core)
+    }
+    fn reset_hdu(&self, core: u32) -> Result<()> {
+        self.0.reset_hdu(core)
+    }
+    fn set_arbitration(&self, a: DnvmArbitration) -> Result<()> {
+        self.0.set_arbitration(a)
+    }
+    fn controller_init(&self) -> Result<()> {
+        self.0.controller_init()
+    }
+}
+
+#[test]
+fn panic_in_c_entry_point_becomes_an_error_code() {
+    use crate::ffi::*;
+    let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let (ip, _dev) = board(HDU_REV1, 1);
+    let dev = Device::from_platform(Arc::new(PanickingPlatform(ip))).unwrap();
+    nvmedl_admin_init_with(dev);
+    // nvmedl_create_handle -> Device::handle_with -> Platform::open_core panics: the C caller
+    // gets NULL and the internal-error code, and the process goes on.
+    let h = nvmedl_create_handle(0);
+    assert!(h.is_null());
+    assert_eq!(nvmedl_errno(), Error::Internal.code());
+    // The library still works afterwards (the global device lock is not poisoned).
+    assert_eq!(nvmedl_cores(), 4);
+    nvmedl_admin_fini();
+    assert_eq!(nvmedl_cores(), Error::NotReady.code());
+}
+
+/// DONE register of HDU `hdu` as the model holds it.
+fn done_reg(ip: &InProc, hdu: usize) -> u64 {
+    let user = ip.model().board().hdus[hdu].user;
+    ip.model().mem().load64(user + HDU_REG_DONE as u64).unwrap()
+}
+
+/// A rev 2 request can complete (early) before its batch's DONE: wait for that DONE and let
+/// the handle see it, so a fault injected next hits the next batch only.
+fn settle(ip: &InProc, h: &mut Handle) {
+    let t0 = std::time::Instant::now();
+    while done_reg(ip, h.core() as usize) & HDU_DONE_BIT == 0 {
+        assert!(t0.elapsed() < Duration::from_secs(5));
+        std::thread::yield_now();
+    }
+    h.kick();
+}
+
+#[test]
+fn rev2_completes_requests_from_status_words_before_done() {
+    let (ip, dev) = board(HDU_REV2, 1);
+    let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_secs(10), ..opts() }).unwrap();
+    let mut a = h.buf_alloc(4096).unwrap();
+    let mut b = h.buf_alloc(8192).unwrap();
+    let c = h.buf_alloc(4096).unwrap();
+    fill(&mut a, 0);
+    h.write(&a, 0).unwrap();
+    settle(&ip, &mut h);
+    // The model finishes every entry (status words written) but holds DONE back.
+    ip.control(ControlOp::Stuck { hdu: 0, on: true }).unwrap();
+    ip.control(ControlOp::IoError(IoFault { lba_start: 800, lba_end: 808, opcode: None, status: 0x281, remaining: Some(1) })).unwrap();
+    h.set_batch(3).unwrap();
+    let (batches0, early0) = (h.stats().batches, h.stats().early);
+    a.as_mut_slice().fill(0);
+    fill(&mut b, 64);
+    let ta = h.submit(Request::read(&a, 0)).unwrap();
+    let tb = h.submit(Request::write(&b, 64)).unwrap();
+    let tc = h.submit(Request::read(&c, 800)).unwrap();
+    assert_eq!(h.stats().batches, batches0 + 1, "the three requests form one batch");
+    let got = collect(&mut h, 3);
+    assert_eq!(done_reg(&ip, 0) & HDU_DONE_BIT, 0, "completions arrived while DONE is still 0");
+    let by_tag = |t: u64| got.iter().find(|c| c.tag == t).unwrap().result;
+    assert_eq!(by_tag(ta), Ok(()));
+    assert_eq!(by_tag(tb), Ok(()));
+    assert_eq!(by_tag(tc), Err(Error::Nvme { status: 0x281 }));
+    assert!(check(&a, 0), "read data visible at early completion");
+    assert_eq!(h.stats().early, early0 + 3);
+    assert_eq!(h.pending(), 0);
+    // One batch in flight per HDU: a new request waits in level 1 until DONE (still held).
+    h.set_batch(1).unwrap();
+    a.as_mut_slice().fill(0);
+    let td = h.submit(Request::read(&a, 64)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut out = empty();
+    assert_eq!(h.poll(&mut out), 0);
+    assert_eq!(h.stats().batches, batches0 + 1);
+    ip.control(ControlOp::Stuck { hdu: 0, on: false }).unwrap();
+    let got = collect(&mut h, 1);
+    assert_eq!(got[0], Completion { tag: td, result: Ok(()) });
+    assert_eq!(h.stats().batches, batches0 + 2);
+    // `a` now holds the first page written from `b` at LBA 64.
+    assert!(a.as_slice() == &b.as_slice()[..4096]);
+    assert_eq!(h.stats().errors, 1);
+}
+
+#[test]
+fn rev1_completes_only_at_done() {
+    let (ip, dev) = board(HDU_REV1, 1);
+    let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_secs(10), ..opts() }).unwrap();
+    let b = h.buf_alloc(4096).unwrap();
+    ip.control(ControlOp::Stuck { hdu: 0, on: true }).unwrap();
+    let t = h.submit(Request::read(&b, 0)).unwrap();
+    std::thread::sleep(Duration::from_millis(50));
+    let mut out = empty();
+    assert_eq!(h.poll(&mut out), 0, "rev 1 has no status words: nothing completes before DONE");
+    ip.control(ControlOp::Stuck { hdu: 0, on: false }).unwrap();
+    assert_eq!(collect(&mut h, 1)[0], Completion { tag: t, result: Ok(()) });
+    assert_eq!(h.stats().early, 0);
 }
