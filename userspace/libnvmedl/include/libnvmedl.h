@@ -11,23 +11,111 @@
 
 #include <stdint.h>
 #include <stddef.h>
-/* Library error codes (negative returns); other negative values are -errno. */
-#define NVMEDL_E_NVME -1001          /* NVMe status != 0 (nvmedl_completion.nvme_status) */
-#define NVMEDL_E_HDU -1002           /* HDU: window, aborted, invalid, timeout */
-#define NVMEDL_E_TIMEOUT -1003       /* engine did not finish in time: nvmedl_reset_handle */
+
+/*
+ NVMe status != 0 (nvmedl_completion.nvme_status).
+ */
+#define NVMEDL_E_NVME -1001
+
+/*
+ HDU: window, aborted, invalid, timeout.
+ */
+#define NVMEDL_E_HDU -1002
+
+/*
+ Engine did not finish in time: nvmedl_reset_handle.
+ */
+#define NVMEDL_E_TIMEOUT -1003
+
+/*
+ LBA range past the end of the namespace.
+ */
 #define NVMEDL_E_INVALID_LBA -1004
+
+/*
+ LBA or buffer not 4 KiB aligned.
+ */
 #define NVMEDL_E_MISALIGNED -1005
+
+/*
+ Length zero, not a multiple of 4 KiB, or too large.
+ */
 #define NVMEDL_E_BAD_LENGTH -1006
+
+/*
+ Buffer not from this handle's data slice.
+ */
 #define NVMEDL_E_NOT_FROM_SLICE -1007
+
+/*
+ Queue full.
+ */
 #define NVMEDL_E_QUEUE_FULL -1008
+
+/*
+ Controller down, or engine needs reset.
+ */
 #define NVMEDL_E_NOT_READY -1009
+
+/*
+ Not supported by this HDU revision.
+ */
 #define NVMEDL_E_REVISION -1010
+
+/*
+ START dropped or batch rejected by the HDU.
+ */
 #define NVMEDL_E_BATCH_LOST -1011
+
+/*
+ No buffer space left in the data slice.
+ */
 #define NVMEDL_E_NO_BUFFERS -1012
+
+/*
+ Invalid argument.
+ */
 #define NVMEDL_E_INVALID_ARGUMENT -1013
+
+/*
+ Core already claimed.
+ */
 #define NVMEDL_E_BUSY -1014
+
+/*
+ Internal error (caught panic).
+ */
 #define NVMEDL_E_INTERNAL -1015
 
+/*
+ Pages of the admin region: admin SQ, admin CQ, identify/data page.
+ */
+#define ADMIN_PAGES 3
+
+/*
+ Page index of the admin SQ inside the admin region.
+ */
+#define ADMIN_SQ_PAGE 0
+
+/*
+ Page index of the admin CQ inside the admin region.
+ */
+#define ADMIN_CQ_PAGE 1
+
+/*
+ Page index of the identify/data page inside the admin region.
+ */
+#define ADMIN_DATA_PAGE 2
+
+/*
+ Entries in each admin queue (matches the admin region layout: one page each).
+ */
+#define ADMIN_ENTRIES 64
+
+/*
+ Entries kept in the admin command log.
+ */
+#define LOG_ENTRIES 32
 
 /*
  Opaque per-core handle (`nvmedl_create_handle`).
@@ -55,6 +143,8 @@ typedef struct nvmedl_completion {
    */
   uint16_t reserved;
 } nvmedl_completion;
+
+
 
 #ifdef __cplusplus
 extern "C" {

@@ -49,6 +49,40 @@ pub enum Error {
     Internal,
 }
 
+// The library's own error codes (negative returns of the C ABI; other negative values are
+// -errno). They start at -1000 so they never collide with an errno. cbindgen copies them into
+// include/libnvmedl.h.
+/// NVMe status != 0 (nvmedl_completion.nvme_status).
+pub const NVMEDL_E_NVME: i32 = -1001;
+/// HDU: window, aborted, invalid, timeout.
+pub const NVMEDL_E_HDU: i32 = -1002;
+/// Engine did not finish in time: nvmedl_reset_handle.
+pub const NVMEDL_E_TIMEOUT: i32 = -1003;
+/// LBA range past the end of the namespace.
+pub const NVMEDL_E_INVALID_LBA: i32 = -1004;
+/// LBA or buffer not 4 KiB aligned.
+pub const NVMEDL_E_MISALIGNED: i32 = -1005;
+/// Length zero, not a multiple of 4 KiB, or too large.
+pub const NVMEDL_E_BAD_LENGTH: i32 = -1006;
+/// Buffer not from this handle's data slice.
+pub const NVMEDL_E_NOT_FROM_SLICE: i32 = -1007;
+/// Queue full.
+pub const NVMEDL_E_QUEUE_FULL: i32 = -1008;
+/// Controller down, or engine needs reset.
+pub const NVMEDL_E_NOT_READY: i32 = -1009;
+/// Not supported by this HDU revision.
+pub const NVMEDL_E_REVISION: i32 = -1010;
+/// START dropped or batch rejected by the HDU.
+pub const NVMEDL_E_BATCH_LOST: i32 = -1011;
+/// No buffer space left in the data slice.
+pub const NVMEDL_E_NO_BUFFERS: i32 = -1012;
+/// Invalid argument.
+pub const NVMEDL_E_INVALID_ARGUMENT: i32 = -1013;
+/// Core already claimed.
+pub const NVMEDL_E_BUSY: i32 = -1014;
+/// Internal error (caught panic).
+pub const NVMEDL_E_INTERNAL: i32 = -1015;
+
 /// Result alias.
 pub type Result<T> = core::result::Result<T, Error>;
 
@@ -58,21 +92,21 @@ impl Error {
     pub fn code(&self) -> i32 {
         match *self {
             Error::Os(e) => -e.abs().max(1),
-            Error::Nvme { .. } => -1001,
-            Error::Hdu { .. } => -1002,
-            Error::Timeout => -1003,
-            Error::InvalidLba => -1004,
-            Error::Misaligned => -1005,
-            Error::BadLength => -1006,
-            Error::NotFromSlice => -1007,
-            Error::QueueFull => -1008,
-            Error::NotReady => -1009,
-            Error::Revision => -1010,
-            Error::BatchLost => -1011,
-            Error::NoBuffers => -1012,
-            Error::InvalidArgument => -1013,
-            Error::Busy => -1014,
-            Error::Internal => -1015,
+            Error::Nvme { .. } => NVMEDL_E_NVME,
+            Error::Hdu { .. } => NVMEDL_E_HDU,
+            Error::Timeout => NVMEDL_E_TIMEOUT,
+            Error::InvalidLba => NVMEDL_E_INVALID_LBA,
+            Error::Misaligned => NVMEDL_E_MISALIGNED,
+            Error::BadLength => NVMEDL_E_BAD_LENGTH,
+            Error::NotFromSlice => NVMEDL_E_NOT_FROM_SLICE,
+            Error::QueueFull => NVMEDL_E_QUEUE_FULL,
+            Error::NotReady => NVMEDL_E_NOT_READY,
+            Error::Revision => NVMEDL_E_REVISION,
+            Error::BatchLost => NVMEDL_E_BATCH_LOST,
+            Error::NoBuffers => NVMEDL_E_NO_BUFFERS,
+            Error::InvalidArgument => NVMEDL_E_INVALID_ARGUMENT,
+            Error::Busy => NVMEDL_E_BUSY,
+            Error::Internal => NVMEDL_E_INTERNAL,
         }
     }
 
@@ -93,21 +127,21 @@ impl Error {
     pub fn describe_code(code: i32) -> &'static str {
         match code {
             0 => "success",
-            -1001 => "NVMe command failed (see the completion's NVMe status)",
-            -1002 => "HDU rejected the request (window, aborted, invalid or timeout)",
-            -1003 => "timed out waiting for the engine (reset the handle)",
-            -1004 => "LBA range past the end of the namespace",
-            -1005 => "LBA or buffer not 4 KiB aligned",
-            -1006 => "length zero, not a multiple of 4 KiB, or too large",
-            -1007 => "buffer not from this handle's data slice",
-            -1008 => "queue full",
-            -1009 => "not ready (controller down, or engine needs reset)",
-            -1010 => "not supported by this HDU revision",
-            -1011 => "batch lost: START dropped or batch rejected by the HDU",
-            -1012 => "no buffer space left in the data slice",
-            -1013 => "invalid argument",
-            -1014 => "core already claimed",
-            -1015 => "internal error (caught panic)",
+            NVMEDL_E_NVME => "NVMe command failed (see the completion's NVMe status)",
+            NVMEDL_E_HDU => "HDU rejected the request (window, aborted, invalid or timeout)",
+            NVMEDL_E_TIMEOUT => "timed out waiting for the engine (reset the handle)",
+            NVMEDL_E_INVALID_LBA => "LBA range past the end of the namespace",
+            NVMEDL_E_MISALIGNED => "LBA or buffer not 4 KiB aligned",
+            NVMEDL_E_BAD_LENGTH => "length zero, not a multiple of 4 KiB, or too large",
+            NVMEDL_E_NOT_FROM_SLICE => "buffer not from this handle's data slice",
+            NVMEDL_E_QUEUE_FULL => "queue full",
+            NVMEDL_E_NOT_READY => "not ready (controller down, or engine needs reset)",
+            NVMEDL_E_REVISION => "not supported by this HDU revision",
+            NVMEDL_E_BATCH_LOST => "batch lost: START dropped or batch rejected by the HDU",
+            NVMEDL_E_NO_BUFFERS => "no buffer space left in the data slice",
+            NVMEDL_E_INVALID_ARGUMENT => "invalid argument",
+            NVMEDL_E_BUSY => "core already claimed",
+            NVMEDL_E_INTERNAL => "internal error (caught panic)",
             c if c < 0 => errno_name(-c),
             _ => "unknown code",
         }
