@@ -5,6 +5,7 @@
 //! Usage: `dnvm-guest-tests suite` (everything) or `dnvm-guest-tests info` (demo output).
 
 mod drivers;
+mod kdrv;
 mod klog;
 mod library;
 mod rawio;
@@ -18,6 +19,7 @@ fn main() {
             let mut t = tap::Tap::default();
             drivers::run(&mut t);
             rawio::run(&mut t);
+            kdrv::run(&mut t);
             library::run(&mut t);
             klog::run(&mut t);
             t.finish()
