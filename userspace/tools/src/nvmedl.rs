@@ -136,7 +136,14 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
         ("layout", 1) => layout(&dev)?,
         ("identify", 1) => identify(&dev)?,
         ("reset", 2) if args[1] == "controller" => {
-            dev.controller_init()?;
+            if let Err(e) = dev.controller_init() {
+                match e {
+                    Error::Revision => eprintln!("nvmedl: rev 1 engines keep their NVMe queue pointers once a core was used; re-creating the queues needs a power cycle"),
+                    Error::Busy => eprintln!("nvmedl: a core is claimed or an HDU is open; close every user first"),
+                    _ => {}
+                }
+                return Err(e);
+            }
             println!("controller: re-initialised (I/O queues re-created, engines' queue pointers reset)");
         }
         ("reset", 2) => {
