@@ -70,8 +70,8 @@ const fn reset_finished(ctrl: u64, pstatus: u64) -> bool {
 }
 
 /// The only mapping userspace may make of /dev/hduN: the user register page, exactly one page
-/// at offset 0, shared. Everything else (the rev 2 privileged page sits "one page further" in
-/// no file offset at all) is EINVAL.
+/// at offset 0, shared. Everything else is EINVAL; the rev 2 privileged page has no file
+/// offset at all, so no request can reach it.
 fn check_user_mmap(pgoff: usize, len: usize, shared: bool) -> Result {
     if pgoff != 0 || len as u64 != DNVM_PAGE_SIZE || !shared {
         return Err(EINVAL);

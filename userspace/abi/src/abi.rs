@@ -613,13 +613,14 @@ pub struct HduStats {
 
 /// Get `HduInfo`.
 pub const HDU_IOC_GET_INFO: u32 = dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, core::mem::size_of::<HduInfo>());
-/// Reset the engine (rev 2; EOPNOTSUPP on rev 1).
+/// Reset the engine, keeping its queue pointers (rev 2; EOPNOTSUPP on rev 1; EPERM on a
+/// shared read-only open).
 pub const HDU_IOC_RESET: u32 = dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, 0x02, 0);
 /// Get `HduStats`.
 pub const HDU_IOC_GET_STATS: u32 = dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x03, core::mem::size_of::<HduStats>());
 /// Reset the engine and its queue pointers (`HDU_CTRL_RESET | HDU_CTRL_QRESET`), for use right
 /// after `DNVM_IOC_CONTROLLER_INIT` re-created the I/O queues and before the next START.
-/// Rev 2 only (EOPNOTSUPP on rev 1); needs the exclusive (writable) open.
+/// Rev 2 only (EOPNOTSUPP on rev 1); EPERM on a shared read-only open (only the owner resets).
 pub const HDU_IOC_RESET_QUEUES: u32 = dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, 0x04, 0);
 /// Highest `/dev/hduN` ioctl number (a known number with a wrong size is EINVAL).
 pub const HDU_IOC_MAX_NR: u32 = 0x04;
