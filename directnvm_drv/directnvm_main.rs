@@ -7,7 +7,9 @@
 //! path only; I/O is userspace writing staging entries and poking HDU registers.
 
 use kernel::{
-    c_str, device,
+    c_str,
+    debugfs::{Scope, ScopedDir},
+    device, fmt,
     fs::File,
     io::{mem::DevresIoMem, Io},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
@@ -54,6 +56,9 @@ struct CtrlState {
 struct DevState {
     /// Owner (file id) of each core.
     claims: [u64; DNVM_MAX_CORES],
+    /// A core was claimed since the I/O queues were last created (`DNVM_INFO_QUEUES_USED`):
+    /// the engines may have moved their queue pointers.
+    queues_used: bool,
     next_file: u64,
     ctrl: CtrlState,
     stats: DnvmStats,
@@ -138,6 +143,7 @@ impl Shared {
                 );
                 st.ctrl.ctrl = Some(c);
                 st.ctrl.last_error = None;
+                st.queues_used = false;
                 Ok(())
             }
             Err(e) => {
@@ -169,6 +175,9 @@ impl Shared {
             firmware: [0; 8],
             arbitration: [0; 4],
         };
+        if st.queues_used {
+            info.flags |= DNVM_INFO_QUEUES_USED;
+        }
         if let Some(c) = &st.ctrl.ctrl {
             info.flags |= DNVM_INFO_READY | if c.wrr { DNVM_INFO_WRR } else { 0 };
             info.capacity_lbas = c.capacity_lbas;
@@ -189,11 +198,108 @@ impl Shared {
     }
 }
 
+/// Name of a region kind in debugfs.
+fn kind_name(kind: u32) -> &'static str {
+    match kind {
+        DNVM_REGION_ADMIN => "admin",
+        DNVM_REGION_STAGING => "staging",
+        DNVM_REGION_STATUS => "status",
+        DNVM_REGION_DATA => "data",
+        _ => "?",
+    }
+}
+
+/// debugfs `directnvm/layout`: `KIND CORE OFFSET PHYS SIZE CACHE` per region, as GET_LAYOUT.
+fn debugfs_layout(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let l = sh.layout.to_abi();
+    writeln!(f, "# kind core offset phys size cache")?;
+    for r in &l.regions[..l.count as usize] {
+        let cache = match r.cache {
+            DNVM_CACHE_WC => "wc",
+            DNVM_CACHE_CACHED => "cached",
+            _ => "none",
+        };
+        if r.core == DNVM_NO_CORE {
+            writeln!(f, "{} - {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.offset, r.phys, r.size, cache)?;
+        } else {
+            writeln!(f, "{} {} {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.core, r.offset, r.phys, r.size, cache)?;
+        }
+    }
+    Ok(())
+}
+
+/// debugfs `directnvm/claims`: `core N free` or `core N file ID` per core, then the flags.
+fn debugfs_claims(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let st = sh.state.lock();
+    for (i, &owner) in st.claims[..sh.layout.params.cores as usize].iter().enumerate() {
+        if owner == 0 {
+            writeln!(f, "core {i} free")?;
+        } else {
+            writeln!(f, "core {i} file {owner}")?;
+        }
+    }
+    writeln!(f, "queues_used {}", st.queues_used as u32)
+}
+
+/// debugfs `directnvm/admin_log`: the controller's recent admin commands, oldest first:
+/// `SEQ OPCODE CID CDW10 STATUS` (status 0xffff: timed out).
+fn debugfs_admin_log(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let st = sh.state.lock();
+    let Some(c) = &st.ctrl.ctrl else {
+        return match st.ctrl.last_error {
+            Some(e) => writeln!(f, "# controller not up: {e:?}"),
+            None => writeln!(f, "# controller not up"),
+        };
+    };
+    writeln!(f, "# commands {} errors {}; seq opcode cid cdw10 status", c.commands, c.errors)?;
+    let n = nvme::LOG_ENTRIES as u64;
+    for seq in c.commands.saturating_sub(n)..c.commands {
+        let e = c.log[(seq % n) as usize];
+        writeln!(f, "{seq} {:#04x} {} {:#010x} {:#06x}", e.opcode, e.cid, e.cdw10, e.status)?;
+    }
+    Ok(())
+}
+
+/// debugfs `directnvm/registers`: the controller registers, read live (`NAME VALUE`).
+fn debugfs_registers(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    use nvme::NvmeHost;
+    let h = Host { sh };
+    let rd64 = |off: usize| -> Option<u64> {
+        Some(h.rd32(off).ok()? as u64 | (h.rd32(off + 4).ok()? as u64) << 32)
+    };
+    let regs64 = [("CAP", nvme::reg::CAP), ("ASQ", nvme::reg::ASQ), ("ACQ", nvme::reg::ACQ)];
+    let regs32 = [("VS", nvme::reg::VS), ("CC", nvme::reg::CC), ("CSTS", nvme::reg::CSTS), ("AQA", nvme::reg::AQA)];
+    for (name, off) in regs64 {
+        match rd64(off) {
+            Some(v) => writeln!(f, "{name} {v:#018x}")?,
+            None => writeln!(f, "{name} unavailable")?,
+        }
+    }
+    for (name, off) in regs32 {
+        match h.rd32(off) {
+            Ok(v) => writeln!(f, "{name} {v:#010x}")?,
+            Err(_) => writeln!(f, "{name} unavailable")?,
+        }
+    }
+    Ok(())
+}
+
+/// Populate debugfs `directnvm/`.
+fn debugfs_files<'a>(sh: &'a Arc<Shared>, d: &ScopedDir<'a, '_>) {
+    d.read_callback_file(c_str!("layout"), sh, &debugfs_layout);
+    d.read_callback_file(c_str!("claims"), sh, &debugfs_claims);
+    d.read_callback_file(c_str!("admin_log"), sh, &debugfs_admin_log);
+    d.read_callback_file(c_str!("registers"), sh, &debugfs_registers);
+}
+
 /// The misc device; lives in the platform driver data.
 #[pin_data]
 struct DevNode {
     #[pin]
     reg: MiscDeviceRegistration<DnvmFile>,
+    /// debugfs directory `directnvm/`, removed before `shared` goes.
+    #[pin]
+    debugfs: Scope<Arc<Shared>>,
     shared: Arc<Shared>,
 }
 
@@ -250,23 +356,69 @@ fn claimed_mask(st: &DevState) -> u64 {
 /// Numbers of the ioctls this device knows (a known number with a wrong size is EINVAL).
 const KNOWN_NRS: core::ops::RangeInclusive<u32> = 0x01..=0x07;
 
+/// What a `/dev/directnvm` ioctl number asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Cmd {
+    GetInfo,
+    GetLayout,
+    Claim,
+    Release,
+    ControllerInit,
+    SetArbitration,
+    GetStats,
+}
+
+/// Decode an ioctl number: the exact number (direction, size, type, nr) of a command, else
+/// EINVAL for a known command number with the wrong size or direction, ENOTTY for the rest.
+fn decode_ioctl(cmd: u32) -> Result<Cmd> {
+    Ok(match cmd {
+        DNVM_IOC_GET_INFO => Cmd::GetInfo,
+        DNVM_IOC_GET_LAYOUT => Cmd::GetLayout,
+        DNVM_IOC_CLAIM => Cmd::Claim,
+        DNVM_IOC_RELEASE => Cmd::Release,
+        DNVM_IOC_CONTROLLER_INIT => Cmd::ControllerInit,
+        DNVM_IOC_SET_ARBITRATION => Cmd::SetArbitration,
+        DNVM_IOC_GET_STATS => Cmd::GetStats,
+        _ => {
+            let known = dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
+            return Err(if known { EINVAL } else { ENOTTY });
+        }
+    })
+}
+
+/// Check a CLAIM/RELEASE argument against the number of cores; the core index on success.
+fn validate_claim(c: &DnvmClaim, cores: u32) -> Result<usize> {
+    if c.flags != 0 || c.core >= cores || c.core as usize >= DNVM_MAX_CORES {
+        return Err(EINVAL);
+    }
+    Ok(c.core as usize)
+}
+
+/// Check a SET_ARBITRATION argument (burst log2 0..7, weights 0..255).
+fn validate_arbitration(a: &DnvmArbitration) -> Result {
+    if nvme::arbitration_valid(a) {
+        Ok(())
+    } else {
+        Err(EINVAL)
+    }
+}
+
 impl DnvmFile {
-    fn claim(&self, core: u32, flags: u32, take: bool) -> Result {
-        if flags != 0 {
-            return Err(EINVAL);
-        }
+    fn claim(&self, c: &DnvmClaim, take: bool) -> Result {
         let sh = &self.shared;
-        if core >= sh.layout.params.cores {
-            return Err(EINVAL);
-        }
+        let core = validate_claim(c, sh.layout.params.cores)?;
         let mut st = sh.state.lock();
-        let owner = st.claims[core as usize];
+        let owner = st.claims[core];
         if take {
             if owner != 0 {
                 return Err(EBUSY);
             }
-            st.claims[core as usize] = self.id;
+            st.claims[core] = self.id;
             st.stats.claims += 1;
+            // Whoever holds a core can start I/O, which moves the engines' queue pointers.
+            if st.ctrl.ctrl.is_some() {
+                st.queues_used = true;
+            }
         } else {
             if owner != self.id {
                 return Err(EINVAL);
@@ -274,10 +426,10 @@ impl DnvmFile {
             // The core's pages must not stay mapped in this process once another file can own
             // them: zap this file's mappings of the core's regions.
             if let Some(m) = &self.mapping {
-                let r = sh.layout.cores[core as usize];
+                let r = sh.layout.cores[core];
                 m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
             }
-            st.claims[core as usize] = 0;
+            st.claims[core] = 0;
         }
         st.stats.claimed_mask = claimed_mask(&st);
         Ok(())
@@ -328,29 +480,30 @@ impl MiscDevice for DnvmFile {
     fn ioctl(me: &DnvmFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let sh = &me.shared;
         let user = UserPtr::from_addr(arg);
-        match cmd {
-            DNVM_IOC_GET_INFO => {
+        match decode_ioctl(cmd)? {
+            Cmd::GetInfo => {
                 let info = sh.info(&sh.state.lock());
                 UserSlice::new(user, core::mem::size_of::<DnvmInfo>()).writer().write(&info)?;
             }
-            DNVM_IOC_GET_LAYOUT => {
+            Cmd::GetLayout => {
                 let l = sh.layout.to_abi();
                 UserSlice::new(user, core::mem::size_of::<DnvmLayout>()).writer().write(&l)?;
             }
-            DNVM_IOC_CLAIM | DNVM_IOC_RELEASE => {
-                let c: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>()).reader().read()?;
-                me.claim(c.core, c.flags, cmd == DNVM_IOC_CLAIM)?;
+            c @ (Cmd::Claim | Cmd::Release) => {
+                let a: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>()).reader().read()?;
+                me.claim(&a, c == Cmd::Claim)?;
             }
-            DNVM_IOC_CONTROLLER_INIT => {
+            Cmd::ControllerInit => {
                 let mut st = sh.state.lock();
                 if claimed_mask(&st) != 0 {
                     return Err(EBUSY);
                 }
                 sh.controller_init(&mut st)?;
             }
-            DNVM_IOC_SET_ARBITRATION => {
+            Cmd::SetArbitration => {
                 let a: DnvmArbitration =
                     UserSlice::new(user, core::mem::size_of::<DnvmArbitration>()).reader().read()?;
+                validate_arbitration(&a)?;
                 let mut st = sh.state.lock();
                 let c = st.ctrl.ctrl.as_mut().ok_or(ENODEV)?;
                 if !c.wrr {
@@ -358,7 +511,7 @@ impl MiscDevice for DnvmFile {
                 }
                 c.set_arbitration(&Host { sh }, a).map_err(nvme_errno)?;
             }
-            DNVM_IOC_GET_STATS => {
+            Cmd::GetStats => {
                 let st = sh.state.lock();
                 let mut s = st.stats;
                 if let Some(c) = &st.ctrl.ctrl {
@@ -367,10 +520,6 @@ impl MiscDevice for DnvmFile {
                 }
                 drop(st);
                 UserSlice::new(user, core::mem::size_of::<DnvmStats>()).writer().write(&s)?;
-            }
-            _ => {
-                let known = dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
-                return Err(if known { EINVAL } else { ENOTTY });
             }
         }
         Ok(0)
@@ -403,10 +552,14 @@ impl platform::Driver for DnvmDriver {
     ) -> impl PinInit<DnvmData, Error> + 'bound {
         let shared = probe_shared(pdev);
         try_pin_init!(DnvmData {
-            node <- try_pin_init!(DevNode {
-                reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c_str!("directnvm") }),
-                shared: shared?,
-            }),
+            node <- {
+                let shared = shared?;
+                try_pin_init!(DevNode {
+                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c_str!("directnvm") }),
+                    debugfs <- Scope::dir(shared.clone(), c_str!("directnvm"), debugfs_files),
+                    shared,
+                })
+            },
         })
         .pin_chain(|data| kshim::add_sysfs(&data.node.reg))
     }
@@ -494,6 +647,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
             _claims: [bar_claim, carve_claim],
             state <- new_mutex!(DevState {
                 claims: [0; DNVM_MAX_CORES],
+                queues_used: false,
                 next_file: 0,
                 ctrl: CtrlState { ctrl: None, last_error: None },
                 stats: DnvmStats::default(),
@@ -528,4 +682,56 @@ kernel::module_platform_driver! {
     authors: ["DirectNVM-rs developers"],
     description: "DirectNVM reserved-memory and queue manager",
     license: "GPL",
+}
+
+#[cfg(CONFIG_KUNIT = "y")]
+#[kernel::prelude::kunit_tests(directnvm_ioctl)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_command_decodes() {
+        assert_eq!(decode_ioctl(DNVM_IOC_GET_INFO), Ok(Cmd::GetInfo));
+        assert_eq!(decode_ioctl(DNVM_IOC_GET_LAYOUT), Ok(Cmd::GetLayout));
+        assert_eq!(decode_ioctl(DNVM_IOC_CLAIM), Ok(Cmd::Claim));
+        assert_eq!(decode_ioctl(DNVM_IOC_RELEASE), Ok(Cmd::Release));
+        assert_eq!(decode_ioctl(DNVM_IOC_CONTROLLER_INIT), Ok(Cmd::ControllerInit));
+        assert_eq!(decode_ioctl(DNVM_IOC_SET_ARBITRATION), Ok(Cmd::SetArbitration));
+        assert_eq!(decode_ioctl(DNVM_IOC_GET_STATS), Ok(Cmd::GetStats));
+    }
+
+    #[test]
+    fn wrong_size_or_direction_is_einval_unknown_is_enotty() {
+        let info = core::mem::size_of::<DnvmInfo>();
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8)), Err(EINVAL));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8)), Err(EINVAL));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info)), Err(EINVAL));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4)), Err(EINVAL));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8)), Err(EINVAL));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8)), Err(ENOTTY));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8)), Err(ENOTTY));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8)), Err(ENOTTY));
+        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info)), Err(ENOTTY));
+        assert_eq!(decode_ioctl(0), Err(ENOTTY));
+    }
+
+    #[test]
+    fn claim_arguments() {
+        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 0 }, 4), Ok(0));
+        assert_eq!(validate_claim(&DnvmClaim { core: 3, flags: 0 }, 4), Ok(3));
+        assert_eq!(validate_claim(&DnvmClaim { core: 4, flags: 0 }, 4), Err(EINVAL));
+        assert_eq!(validate_claim(&DnvmClaim { core: u32::MAX, flags: 0 }, 4), Err(EINVAL));
+        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 1 }, 4), Err(EINVAL));
+        assert_eq!(validate_claim(&DnvmClaim { core: 8, flags: 0 }, 9), Err(EINVAL));
+    }
+
+    #[test]
+    fn arbitration_arguments() {
+        assert_eq!(validate_arbitration(&nvme::DEFAULT_ARBITRATION), Ok(()));
+        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 7, high: 255, medium: 255, low: 255 }), Ok(()));
+        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 8, high: 0, medium: 0, low: 0 }), Err(EINVAL));
+        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 256, medium: 0, low: 0 }), Err(EINVAL));
+        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 256, low: 0 }), Err(EINVAL));
+        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 0, low: u32::MAX }), Err(EINVAL));
+    }
 }

@@ -274,7 +274,7 @@ impl Controller {
 
     /// Program Set Features Arbitration (burst log2 0..7, weights 0..255 meaning weight-1).
     pub fn set_arbitration<H: NvmeHost>(&mut self, h: &H, a: DnvmArbitration) -> Result<(), NvmeError> {
-        if a.burst > 7 || a.high > 255 || a.medium > 255 || a.low > 255 {
+        if !arbitration_valid(&a) {
             return Err(NvmeError::BadConfig("arbitration burst 0..7, weights 0..255"));
         }
         let cdw11 = a.burst | (a.low << 8) | (a.medium << 16) | (a.high << 24);
@@ -301,6 +301,11 @@ impl Controller {
         wait_csts(h, CSTS_RDY, 0, self.timeout_ms, "disable after shutdown")?;
         first_err.map_or(Ok(()), Err)
     }
+}
+
+/// Whether `a` fits Set Features Arbitration: burst log2 0..7, weights (minus one) 0..255.
+pub fn arbitration_valid(a: &DnvmArbitration) -> bool {
+    a.burst <= 7 && a.high <= 255 && a.medium <= 255 && a.low <= 255
 }
 
 fn trim_ascii(b: &mut [u8]) {

@@ -7,7 +7,9 @@
 //! Register map: docs/hardware.md; numbers: userspace/abi/src/abi.rs.
 
 use kernel::{
-    c_str, device,
+    bindings, c_str,
+    debugfs::Scope,
+    device, fmt,
     fs::File,
     io::{mem::DevresIoMem, Io},
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
@@ -47,11 +49,60 @@ const NAMES: [&CStr; DNVM_MAX_CORES] = [
     c_str!("hdu7"),
 ];
 
+/// Longest wait for an engine reset. The spec drains commands already at the SSD for up to
+/// 1 s (docs/hardware.md §3); the bound leaves the same again as margin.
+const RESET_TIMEOUT_US: u64 = 2_000_000;
+
+/// CTRL value of an engine reset; `qreset` also returns the engines' queue pointers to the
+/// fresh-queue state (only right after the I/O queues were re-created).
+const fn reset_ctrl(qreset: bool) -> u64 {
+    if qreset {
+        HDU_CTRL_RESET | HDU_CTRL_QRESET
+    } else {
+        HDU_CTRL_RESET
+    }
+}
+
+/// A reset is over once CTRL self-cleared and PSTATUS no longer says "resetting". (CTRL is read
+/// too: right after the write the device may not have seen it yet, and PSTATUS still reads 0.)
+const fn reset_finished(ctrl: u64, pstatus: u64) -> bool {
+    ctrl & HDU_CTRL_RESET == 0 && pstatus & HDU_PSTATUS_RESETTING == 0
+}
+
+/// The only mapping userspace may make of /dev/hduN: the user register page, exactly one page
+/// at offset 0, shared. Everything else is EINVAL; the rev 2 privileged page has no file
+/// offset at all, so no request can reach it.
+fn check_user_mmap(pgoff: usize, len: usize, shared: bool) -> Result {
+    if pgoff != 0 || len as u64 != DNVM_PAGE_SIZE || !shared {
+        return Err(EINVAL);
+    }
+    Ok(())
+}
+
+/// Errno of an ioctl number this driver does not serve: a known number with the wrong size or
+/// direction is a malformed request (EINVAL), anything else is not ours (ENOTTY).
+fn unknown_ioctl(cmd: u32) -> Error {
+    let nr = dnvm_ioc_nr(cmd);
+    if dnvm_ioc_type(cmd) == HDU_IOC_MAGIC && (1..=HDU_IOC_MAX_NR).contains(&nr) {
+        EINVAL
+    } else {
+        ENOTTY
+    }
+}
+
+/// Whether an open with these `f_flags` is a shared read-only diagnostic open (only when the
+/// `shared_readonly` module parameter allows it); otherwise the open is exclusive.
+fn is_shared_open(f_flags: u32, shared_readonly: bool) -> bool {
+    shared_readonly && f_flags & bindings::O_ACCMODE == bindings::O_RDONLY
+}
+
 /// Mutable per-HDU state, under `HduShared::state`.
 #[derive(Default)]
 struct HduState {
     /// A file holds the exclusive open; its address space (for zapping at unbind).
     owner: Option<Option<FileMapping>>,
+    /// Shared read-only (diagnostic) opens currently open.
+    readers: u32,
     /// The device was unbound: refuse new mappings.
     gone: bool,
     opens: u64,
@@ -72,6 +123,9 @@ struct HduShared {
     priv_regs: Option<DevresIoMem<PRIV_SIZE>>,
     /// Claims of the register pages in /proc/iomem (dropped after the mappings above).
     _claims: KVec<PhysClaim>,
+    /// Serialises engine resets (held across the bounded wait; taken before `state`).
+    #[pin]
+    reset_lock: Mutex<()>,
     #[pin]
     state: Mutex<HduState>,
 }
@@ -90,24 +144,31 @@ impl HduShared {
         f(&guard)
     }
 
-    /// Rev 2 engine reset through the privileged page, then re-program the DMA window.
-    fn reset_engine(&self) -> Result {
+    fn read_priv(&self, off: usize) -> Result<u64> {
+        self.with_priv(|p| p.try_read64(off))
+    }
+
+    /// Rev 2 engine reset through the privileged page (`qreset`: also the queue pointers), then
+    /// re-program the DMA window. Waits at most `RESET_TIMEOUT_US` for the drain.
+    fn reset_engine(&self, qreset: bool) -> Result {
         if self.revision < HDU_REV2 {
             return Err(EOPNOTSUPP);
         }
-        self.with_priv(|p| p.try_write64(HDU_CTRL_RESET, HDU_PRIV_CTRL))?;
-        // The model and the hardware finish a reset within microseconds; bound the wait.
-        let mut done = false;
-        for _ in 0..1000 {
-            if self.with_priv(|p| p.try_read64(HDU_PRIV_STATUS))? & HDU_PSTATUS_RESETTING == 0 {
-                done = true;
+        let _serial = self.reset_lock.lock();
+        self.with_priv(|p| p.try_write64(reset_ctrl(qreset), HDU_PRIV_CTRL))?;
+        let mut waited_us: u64 = 0;
+        loop {
+            if reset_finished(self.read_priv(HDU_PRIV_CTRL)?, self.read_priv(HDU_PRIV_STATUS)?) {
                 break;
             }
-            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(100));
-        }
-        if !done {
-            pr_err!("hdu{}: engine reset did not complete in 100 ms\n", self.index);
-            return Err(ETIMEDOUT);
+            if waited_us >= RESET_TIMEOUT_US {
+                pr_err!("hdu{}: engine reset did not complete in {} ms\n", self.index, RESET_TIMEOUT_US / 1000);
+                return Err(ETIMEDOUT);
+            }
+            // Usually done within microseconds; a drain of commands at the SSD takes longer.
+            let step: u64 = if waited_us < 2000 { 20 } else { 1000 };
+            kernel::time::delay::fsleep(kernel::time::Delta::from_micros(step as i64));
+            waited_us += step;
         }
         if let Some(w) = self.dma {
             self.with_priv(|p| {
@@ -141,11 +202,59 @@ impl HduShared {
     }
 }
 
+/// Registers shown by debugfs `hduN/registers`: (name, offset).
+const USER_REG_NAMES: [(&str, usize); 8] = [
+    ("START", HDU_REG_START),
+    ("NREQS", HDU_REG_NREQS),
+    ("REQBUF", HDU_REG_REQBUF),
+    ("STATUSBUF", HDU_REG_STATUSBUF),
+    ("DONE", HDU_REG_DONE),
+    ("ID", HDU_REG_ID),
+    ("CAPS", HDU_REG_CAPS),
+    ("ERRORS", HDU_REG_ERRORS),
+];
+/// Privileged registers (rev 2) shown by debugfs.
+const PRIV_REG_NAMES: [(&str, usize); 4] = [
+    ("CTRL", HDU_PRIV_CTRL),
+    ("DMA_BASE", HDU_PRIV_DMA_BASE),
+    ("DMA_LIMIT", HDU_PRIV_DMA_LIMIT),
+    ("PSTATUS", HDU_PRIV_STATUS),
+];
+
+/// debugfs `hduN/registers`: one line per register, `user NAME OFFSET VALUE` or
+/// `priv NAME OFFSET VALUE` (values read live; "unavailable" once unbound).
+fn debugfs_registers(sh: &Arc<HduShared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+    let (owner, readers) = {
+        let st = sh.state.lock();
+        (st.owner.is_some(), st.readers)
+    };
+    writeln!(f, "# hdu{} rev {} user page {:#x} owner {} readers {}", sh.index, sh.revision, sh.user.base,
+        if owner { "open" } else { "none" }, readers)?;
+    for (name, off) in USER_REG_NAMES {
+        match sh.read_user(off) {
+            Ok(v) => writeln!(f, "user {name} {off:#04x} {v:#018x}")?,
+            Err(_) => writeln!(f, "user {name} {off:#04x} unavailable")?,
+        }
+    }
+    if sh.priv_regs.is_some() {
+        for (name, off) in PRIV_REG_NAMES {
+            match sh.read_priv(off) {
+                Ok(v) => writeln!(f, "priv {name} {off:#04x} {v:#018x}")?,
+                Err(_) => writeln!(f, "priv {name} {off:#04x} unavailable")?,
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The misc device of one HDU; lives in the platform driver data.
 #[pin_data]
 struct DevNode {
     #[pin]
     reg: MiscDeviceRegistration<HduFile>,
+    /// debugfs directory `hduN/` (register dump), removed before `shared` goes.
+    #[pin]
+    debugfs: Scope<Arc<HduShared>>,
     shared: Arc<HduShared>,
 }
 
@@ -194,13 +303,20 @@ impl DevNode {
 /// Per-open-file state of /dev/hduN.
 struct HduFile {
     shared: Arc<HduShared>,
+    /// This file holds the exclusive open (else: a shared read-only diagnostic open).
+    owner: bool,
 }
 
 impl Drop for HduFile {
     fn drop(&mut self) {
+        if !self.owner {
+            let mut st = self.shared.state.lock();
+            st.readers = st.readers.saturating_sub(1);
+            return;
+        }
         // Release of the exclusive owner: a crashed process must not leave a running batch.
         if self.shared.revision >= HDU_REV2 && !self.shared.state.lock().gone {
-            if let Err(e) = self.shared.reset_engine() {
+            if let Err(e) = self.shared.reset_engine(false) {
                 pr_warn!("hdu{}: reset on release failed: {:?}\n", self.shared.index, e);
             }
         }
@@ -214,28 +330,33 @@ impl MiscDevice for HduFile {
 
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
         let shared = DevNode::from_registration(misc).shared.clone();
+        let owner = !is_shared_open(file.flags(), crate::module_parameters::shared_readonly.value());
         {
             let mut st = shared.state.lock();
             if st.gone {
                 return Err(ENODEV);
             }
-            if st.owner.is_some() {
-                return Err(EBUSY);
+            if owner {
+                if st.owner.is_some() {
+                    return Err(EBUSY);
+                }
+                st.owner = Some(FileMapping::of(file));
+            } else {
+                st.readers += 1;
             }
-            st.owner = Some(FileMapping::of(file));
             st.opens += 1;
         }
-        Ok(KBox::new(HduFile { shared }, GFP_KERNEL)?)
+        // If the allocation fails, dropping the HduFile gives the slot back.
+        Ok(KBox::new(HduFile { shared, owner }, GFP_KERNEL)?)
     }
 
     fn mmap(me: &HduFile, _file: &File, vma: &VmaNew) -> Result {
+        // Shared read-only opens are for diagnostics (ioctls, sysfs): no register access.
+        if !me.owner {
+            return Err(EACCES);
+        }
         let len = vma.end() - vma.start();
-        if kshim::vma_pgoff(vma) != 0 || len as u64 != DNVM_PAGE_SIZE {
-            return Err(EINVAL);
-        }
-        if vma.flags() & vmflags::SHARED == 0 {
-            return Err(EINVAL);
-        }
+        check_user_mmap(kshim::vma_pgoff(vma), len, vma.flags() & vmflags::SHARED != 0)?;
         vma.try_clear_mayexec()?;
         vma.set_dontcopy();
         vma.set_dontexpand();
@@ -264,12 +385,13 @@ impl MiscDevice for HduFile {
                 sh.read_user(HDU_REG_DONE)?;
                 UserSlice::new(user, core::mem::size_of::<HduStats>()).writer().write(&sh.stats())?;
             }
-            HDU_IOC_RESET => sh.reset_engine()?,
-            _ => {
-                // A known command with the wrong size is a malformed request, not an unknown one.
-                let nr = dnvm_ioc_nr(cmd);
-                return Err(if (1..=3).contains(&nr) { EINVAL } else { ENOTTY });
+            HDU_IOC_RESET | HDU_IOC_RESET_QUEUES => {
+                if !me.owner {
+                    return Err(EPERM);
+                }
+                sh.reset_engine(cmd == HDU_IOC_RESET_QUEUES)?;
             }
+            _ => return Err(unknown_ioctl(cmd)),
         }
         Ok(0)
     }
@@ -306,6 +428,9 @@ impl platform::Driver for HduDriver {
                 let name = NAMES[shared.index as usize];
                 try_pin_init!(DevNode {
                     reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
+                    debugfs <- Scope::dir(shared.clone(), name, |sh, d| {
+                        d.read_callback_file(c_str!("registers"), sh, &debugfs_registers);
+                    }),
                     shared,
                 })
             },
@@ -382,12 +507,15 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
             regs,
             priv_regs,
             _claims: claims,
+            reset_lock <- new_mutex!(()),
             state <- new_mutex!(HduState::default()),
         }),
         GFP_KERNEL,
     )?;
     if revision >= HDU_REV2 {
-        shared.reset_engine()?;
+        // A plain reset: the queue pointers stay, in step with the controller's queues (only a
+        // re-creation of the queues pairs with a queue reset, see docs/design.md).
+        shared.reset_engine(false)?;
         shared.state.lock().resets = 0;
     }
     let (dma_base, dma_limit) = dma.map_or((0, 0), |w| (w.base, w.base + w.size));
@@ -411,4 +539,75 @@ kernel::module_platform_driver! {
     authors: ["DirectNVM-rs developers"],
     description: "DirectNVM Hardware Dispatch Unit driver",
     license: "GPL",
+    params: {
+        shared_readonly: bool {
+            default: false,
+            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
+        },
+    },
+}
+
+#[cfg(CONFIG_KUNIT = "y")]
+#[kernel::prelude::kunit_tests(directnvm_hdu)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn caps_decode_round_trip_and_fields() {
+        let v: u64 = 0x0004_0010_1000_0502;
+        let c = HduCaps::from_reg(v);
+        assert_eq!(c.engines, 2);
+        assert_eq!(c.queue_depth_log2, 5);
+        assert_eq!(c.max_nreqs, 0x1000);
+        assert_eq!(c.dispatch_depth, 0x10);
+        assert_eq!(c.max_xfer_pages, 4);
+        assert_eq!(c.to_reg(), v);
+        assert_eq!(HduCaps::from_reg(HduCaps::REV1.to_reg()), HduCaps::REV1);
+        assert_eq!(HduCaps::REV1.max_nreqs, DNVM_REV1_MAX_NREQS);
+    }
+
+    #[test]
+    fn revision_detection() {
+        assert_eq!(hdu_revision(0), HDU_REV1);
+        assert_eq!(hdu_revision(hdu_id(2)), HDU_REV2);
+        assert_eq!(hdu_revision(hdu_id(3)), 3);
+        // Anything without the magic is a rev 1 block (it reads 0, or garbage on aliasing).
+        assert_eq!(hdu_revision(0x0000_0002_dead_beef), HDU_REV1);
+        assert_eq!(hdu_revision(HDU_ID_MAGIC as u64 >> 1), HDU_REV1);
+    }
+
+    #[test]
+    fn mmap_requests() {
+        let page = DNVM_PAGE_SIZE as usize;
+        assert!(check_user_mmap(0, page, true).is_ok());
+        assert_eq!(check_user_mmap(1, page, true), Err(EINVAL)); // the privileged page's place
+        assert_eq!(check_user_mmap(0, 2 * page, true), Err(EINVAL));
+        assert_eq!(check_user_mmap(0, page / 2, true), Err(EINVAL));
+        assert_eq!(check_user_mmap(0, page, false), Err(EINVAL)); // MAP_PRIVATE
+        assert_eq!(check_user_mmap(usize::MAX, page, true), Err(EINVAL));
+    }
+
+    #[test]
+    fn ioctl_numbers_and_reset_bits() {
+        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, 8)), EINVAL);
+        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, HDU_IOC_MAX_NR, 8)), EINVAL);
+        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x55, 8)), ENOTTY);
+        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, 8)), ENOTTY);
+        assert_eq!(reset_ctrl(false), HDU_CTRL_RESET);
+        assert_eq!(reset_ctrl(true), HDU_CTRL_RESET | HDU_CTRL_QRESET);
+        assert!(!reset_finished(HDU_CTRL_RESET, 0)); // written, not yet seen by the device
+        assert!(!reset_finished(0, HDU_PSTATUS_RESETTING));
+        assert!(reset_finished(0, HDU_PSTATUS_WINDOW_FAULT));
+    }
+
+    #[test]
+    fn shared_open_only_read_only_and_only_when_allowed() {
+        let rdonly = bindings::O_RDONLY;
+        let rdwr = bindings::O_RDWR;
+        assert!(!is_shared_open(rdonly, false));
+        assert!(is_shared_open(rdonly, true));
+        assert!(!is_shared_open(rdwr, true));
+        assert!(!is_shared_open(bindings::O_WRONLY, true));
+        assert!(is_shared_open(rdonly | bindings::O_CLOEXEC, true));
+    }
 }

@@ -412,8 +412,50 @@ fn unbind_cases(t: &mut Tap, b: &Board) {
     });
 }
 
+fn meminfo_kib(key: &str) -> u64 {
+    std::fs::read_to_string("/proc/meminfo")
+        .unwrap_or_default()
+        .lines()
+        .find(|l| l.starts_with(key))
+        .and_then(|l| l.split_whitespace().nth(1).and_then(|v| v.parse().ok()))
+        .unwrap_or(0)
+}
+
+/// Unreclaimable slab memory (KiB) after shrinking every cache. Shrinking also empties the
+/// KASAN quarantine of freed objects, which otherwise grows by every free until 1/32 of RAM
+/// and looks exactly like a leak in /proc/meminfo.
+fn slab_unreclaimable_kib() -> u64 {
+    let _ = sys::sh("for f in /sys/kernel/slab/*/shrink; do echo 1 > $f; done 2>/dev/null");
+    meminfo_kib("SUnreclaim:")
+}
+
+/// Snapshot of what a module load holds: /proc/iomem, /proc/misc and unreclaimable slab (KiB).
+fn held_resources() -> (String, String, u64) {
+    let iomem = std::fs::read_to_string("/proc/iomem").unwrap_or_default();
+    let misc = std::fs::read_to_string("/proc/misc").unwrap_or_default();
+    (iomem, misc, slab_unreclaimable_kib())
+}
+
+fn wait_nodes() -> Case {
+    for _ in 0..200 {
+        if std::path::Path::new("/dev/directnvm").exists() && std::path::Path::new("/dev/hdu3").exists() {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Err("device nodes did not come back".into())
+}
+
+/// Slab growth over the 10 load/unload cycles that counts as a leak (KiB). One load allocates
+/// far less than this in total; KASAN quarantine and per-CPU caches account for the noise.
+const SLAB_LEAK_KIB: i64 = 1024;
+
 fn lifecycle_cases(t: &mut Tap) {
-    for round in 1..=3 {
+    // Settle the caches once, so the snapshot is taken in steady state.
+    let _ = sys::sh("rmmod hdu && rmmod directnvm; insmod /lib/modules/directnvm.ko; insmod /lib/modules/hdu.ko");
+    let _ = wait_nodes();
+    let (iomem0, misc0, slab0) = held_resources();
+    for round in 1..=10 {
         t.case(&format!("rmmod + insmod cycle {round}"), || {
             let (ok, out) = sys::sh("rmmod hdu && rmmod directnvm");
             check(ok, format!("rmmod: {out}"))?;
@@ -421,20 +463,63 @@ fn lifecycle_cases(t: &mut Tap) {
                 "device nodes still present after rmmod")?;
             let (_, iomem) = sys::sh("grep -i -E 'directnvm|hdu|7f0|7f1' /proc/iomem; grep -E 'hdu|directnvm' /proc/misc");
             check(iomem.trim().is_empty(), format!("resources still held after rmmod: {iomem}"))?;
+            check(!std::path::Path::new("/sys/kernel/debug/directnvm").exists()
+                && !std::path::Path::new("/sys/kernel/debug/hdu0").exists(), "debugfs directories left after rmmod")?;
             let (ok, out) = sys::sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
             check(ok, format!("insmod: {out}"))?;
-            for _ in 0..100 {
-                if std::path::Path::new("/dev/directnvm").exists() && std::path::Path::new("/dev/hdu3").exists() {
-                    return Ok(());
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            Err("device nodes did not come back".into())
+            println!("# cycle {round}: SUnreclaim after shrinking {} KiB", slab_unreclaimable_kib());
+            wait_nodes()
         });
     }
+    t.case("10 load/unload cycles leak nothing (iomem, misc, kmemleak, Slab)", || {
+        let (iomem1, misc1, slab1) = held_resources();
+        eq(iomem1, iomem0, "/proc/iomem after the cycles")?;
+        eq(misc1, misc0, "/proc/misc after the cycles")?;
+        let grew = slab1 as i64 - slab0 as i64;
+        println!("# SUnreclaim (caches shrunk) before {slab0} KiB, after 10 cycles {slab1} KiB ({grew:+} KiB)");
+        check(grew < SLAB_LEAK_KIB, format!("unreclaimable slab grew by {grew} KiB over 10 cycles"))?;
+        let _ = std::fs::write("/sys/kernel/debug/kmemleak", "scan");
+        let leaks = std::fs::read_to_string("/sys/kernel/debug/kmemleak").unwrap_or_default();
+        check(!leaks.contains("unreferenced object"),
+            format!("kmemleak: {}", leaks.lines().take(12).collect::<Vec<_>>().join(" / ")))
+    });
     t.case("rmmod refuses while /dev/directnvm is open", || {
         let _fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
         let (ok, _) = sys::sh("rmmod directnvm 2>&1");
         check(!ok, "rmmod succeeded with an open file")
+    });
+    t.case("rmmod directnvm refuses while a region stays mapped after close; succeeds after munmap", || {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        let l = layout(&fd).map_err(|e| e.to_string())?;
+        let data = region(&l, 0, DNVM_REGION_DATA).ok_or("no data region")?;
+        claim(&fd, 0, false).map_err(|e| e.to_string())?;
+        let m = Map::shared(&fd, 4096, data.offset).map_err(|e| e.to_string())?;
+        drop(fd);
+        m.wr64(0, 0x5a5a);
+        let (ok, _) = sys::sh("rmmod directnvm 2>&1");
+        check(!ok, "directnvm unloaded while a mapping of its file was alive")?;
+        eq(m.rd64(0), 0x5a5a, "mapping still usable")?;
+        drop(m);
+        let (ok, out) = sys::sh("rmmod hdu && rmmod directnvm");
+        check(ok, format!("rmmod after munmap: {out}"))?;
+        let (ok, out) = sys::sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
+        check(ok, format!("insmod: {out}"))?;
+        wait_nodes()
+    });
+    t.case("rmmod hdu refuses while /dev/hdu0 is open or mapped; succeeds after close", || {
+        let fd = open("/dev/hdu0").map_err(|e| e.to_string())?;
+        let (ok, _) = sys::sh("rmmod hdu 2>&1");
+        check(!ok, "rmmod hdu succeeded with /dev/hdu0 open")?;
+        let m = Map::shared(&fd, 4096, 0).map_err(|e| e.to_string())?;
+        drop(fd);
+        let (ok, _) = sys::sh("rmmod hdu 2>&1");
+        check(!ok, "rmmod hdu succeeded with /dev/hdu0 mapped")?;
+        let _ = m.rd64(HDU_REG_DONE);
+        drop(m);
+        let (ok, out) = sys::sh("rmmod hdu");
+        check(ok, format!("rmmod hdu after close: {out}"))?;
+        let (ok, out) = sys::sh("insmod /lib/modules/hdu.ko");
+        check(ok, format!("insmod hdu: {out}"))?;
+        wait_nodes()
     });
 }

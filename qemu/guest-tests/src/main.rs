@@ -6,6 +6,7 @@
 //! figures, `make bench-guest`) or `wrr` (the arbitration experiment, `make wrr`).
 
 mod drivers;
+mod kdrv;
 mod klog;
 mod library;
 mod rawio;
@@ -20,6 +21,7 @@ fn main() {
             let mut t = tap::Tap::default();
             drivers::run(&mut t);
             rawio::run(&mut t);
+            kdrv::run(&mut t);
             library::run(&mut t);
             klog::run(&mut t);
             t.finish()

@@ -406,6 +406,10 @@ pub const DNVM_INFO_READY: u32 = 1 << 0;
 pub const DNVM_INFO_WRR: u32 = 1 << 1;
 /// `DnvmInfo::flags`: staging/data regions are mapped cached (the DT declared a coherent path).
 pub const DNVM_INFO_COHERENT: u32 = 1 << 2;
+/// `DnvmInfo::flags`: a core has been claimed since the I/O queues were last created, so the
+/// engines may have advanced their queue pointers. Re-creating the queues then needs an engine
+/// queue reset (`HDU_IOC_RESET_QUEUES`, rev 2); rev 1 engines cannot follow (docs/hardware.md §6).
+pub const DNVM_INFO_QUEUES_USED: u32 = 1 << 3;
 
 /// Reply of `DNVM_IOC_GET_INFO`.
 #[repr(C)]
@@ -551,7 +555,11 @@ pub const DNVM_IOC_GET_LAYOUT: u32 = dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x0
 pub const DNVM_IOC_CLAIM: u32 = dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, core::mem::size_of::<DnvmClaim>());
 /// Release a core held by this open file.
 pub const DNVM_IOC_RELEASE: u32 = dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x04, core::mem::size_of::<DnvmClaim>());
-/// Reset and bring the NVMe controller up again (EBUSY while any core is claimed).
+/// Reset and bring the NVMe controller up again (EBUSY while any core is claimed). This
+/// re-creates the engines' I/O queues: on rev 2 every HDU then needs `HDU_IOC_RESET_QUEUES`
+/// before its next START; rev 1 engines keep their queue pointers, so once
+/// `DNVM_INFO_QUEUES_USED` is set a rev 1 board needs a power cycle instead (libnvmedl's
+/// `Device::controller_init` does both checks; docs/design.md "Controller re-init").
 pub const DNVM_IOC_CONTROLLER_INIT: u32 = dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 0);
 /// Program the arbitration burst and weights.
 pub const DNVM_IOC_SET_ARBITRATION: u32 =
@@ -605,10 +613,17 @@ pub struct HduStats {
 
 /// Get `HduInfo`.
 pub const HDU_IOC_GET_INFO: u32 = dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, core::mem::size_of::<HduInfo>());
-/// Reset the engine (rev 2; EOPNOTSUPP on rev 1).
+/// Reset the engine, keeping its queue pointers (rev 2; EOPNOTSUPP on rev 1; EPERM on a
+/// shared read-only open).
 pub const HDU_IOC_RESET: u32 = dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, 0x02, 0);
 /// Get `HduStats`.
 pub const HDU_IOC_GET_STATS: u32 = dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x03, core::mem::size_of::<HduStats>());
+/// Reset the engine and its queue pointers (`HDU_CTRL_RESET | HDU_CTRL_QRESET`), for use right
+/// after `DNVM_IOC_CONTROLLER_INIT` re-created the I/O queues and before the next START.
+/// Rev 2 only (EOPNOTSUPP on rev 1); EPERM on a shared read-only open (only the owner resets).
+pub const HDU_IOC_RESET_QUEUES: u32 = dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, 0x04, 0);
+/// Highest `/dev/hduN` ioctl number (a known number with a wrong size is EINVAL).
+pub const HDU_IOC_MAX_NR: u32 = 0x04;
 
 // ----------------------------------------------------------------------------------------------
 // Device-tree property names shared by the drivers, the binding and the device model.

@@ -151,8 +151,31 @@ impl Platform for CharDev {
         ioctl(&self.fd, DNVM_IOC_SET_ARBITRATION, &mut a)
     }
 
+    /// Re-create the controller's queues and put the engines back in step with them
+    /// (docs/design.md "Controller re-init"): hold every HDU open (nobody can START meanwhile;
+    /// `Busy` if one is in use), refuse on rev 1 once a core was claimed since the queues were
+    /// created (`Revision`: its engines keep their queue pointers until power-up), else
+    /// CONTROLLER_INIT and, on rev 2, HDU_IOC_RESET_QUEUES on every HDU.
     fn controller_init(&self) -> Result<()> {
+        let cores = self.info()?.cores;
+        let mut hdus = Vec::with_capacity(cores as usize);
+        for core in 0..cores {
+            hdus.push(self.open_hdu(core).map_err(|e| if e == Error::Os(libc::EBUSY) { Error::Busy } else { e })?);
+        }
+        // Read after the HDUs are held: no I/O can start between this check and the re-init.
+        let info = self.info()?;
+        let rev1 = hdus.iter().any(|(_, i)| i.revision < HDU_REV2);
+        if rev1 && info.flags & DNVM_INFO_QUEUES_USED != 0 {
+            return Err(Error::Revision);
+        }
         ioctl::<u8>(&self.fd, DNVM_IOC_CONTROLLER_INIT, core::ptr::null_mut())
+            .map_err(|e| if e == Error::Os(libc::EBUSY) { Error::Busy } else { e })?;
+        if !rev1 {
+            for (fd, _) in &hdus {
+                ioctl::<u8>(fd, HDU_IOC_RESET_QUEUES, core::ptr::null_mut())?;
+            }
+        }
+        Ok(())
     }
 }
 

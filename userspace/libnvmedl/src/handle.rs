@@ -122,7 +122,9 @@ impl Device {
         self.platform.set_arbitration(a)
     }
 
-    /// Re-initialise the controller (no core may be claimed).
+    /// Re-initialise the controller: CONTROLLER_INIT, then a queue reset of every rev 2 HDU.
+    /// No core may be claimed and no HDU open (`Busy`); on rev 1, `Revision` once a core was
+    /// claimed since the queues were created (the engines keep their queue pointers).
     pub fn controller_init(&self) -> Result<()> {
         self.platform.controller_init()
     }

@@ -57,7 +57,9 @@ pub trait Platform: Send + Sync {
     fn reset_hdu(&self, core: u32) -> Result<()>;
     /// Program the NVMe arbitration burst and weights.
     fn set_arbitration(&self, a: DnvmArbitration) -> Result<()>;
-    /// Re-initialise the NVMe controller (no core may be claimed).
+    /// Re-initialise the NVMe controller (no core may be claimed, no HDU open) and put the
+    /// engines' queue pointers back in step with the new queues (rev 2 queue reset).
+    /// `Error::Revision` on rev 1 once I/O may have moved them (power-cycle instead).
     fn controller_init(&self) -> Result<()>;
 }
 

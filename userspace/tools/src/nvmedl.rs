@@ -6,6 +6,7 @@
 //! nvmedl [--device PATH] write  <core> <lba> <file>             file -> SSD (padded to 4 KiB)
 //! nvmedl [--device PATH] verify <core> <lba> <file>             compare SSD with file
 //! nvmedl [--device PATH] reset  <core>                          HDU_IOC_RESET (rev 2)
+//! nvmedl [--device PATH] reset  controller                      CONTROLLER_INIT + engine queue reset
 //! nvmedl [--device PATH] arbitration <burst> <high> <medium> <low>   (weights minus one)
 //! ```
 //! Exit status: 0 success, 1 failure (verify mismatch included), 2 usage.
@@ -17,7 +18,7 @@ use nvmedl::{Device, Error, Handle};
 
 fn usage() -> ExitCode {
     eprintln!(
-        "usage: nvmedl [--device PATH] <command>\n  info | layout | identify\n  read <core> <lba> <bytes> <file>\n  write <core> <lba> <file>\n  verify <core> <lba> <file>\n  reset <core>\n  arbitration <burst> <high> <medium> <low>"
+        "usage: nvmedl [--device PATH] <command>\n  info | layout | identify\n  read <core> <lba> <bytes> <file>\n  write <core> <lba> <file>\n  verify <core> <lba> <file>\n  reset <core> | reset controller\n  arbitration <burst> <high> <medium> <low>"
     );
     ExitCode::from(2)
 }
@@ -134,6 +135,17 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
         ("info", 1) => info(&dev)?,
         ("layout", 1) => layout(&dev)?,
         ("identify", 1) => identify(&dev)?,
+        ("reset", 2) if args[1] == "controller" => {
+            if let Err(e) = dev.controller_init() {
+                match e {
+                    Error::Revision => eprintln!("nvmedl: rev 1 engines keep their NVMe queue pointers once a core was used; re-creating the queues needs a power cycle"),
+                    Error::Busy => eprintln!("nvmedl: a core is claimed or an HDU is open; close every user first"),
+                    _ => {}
+                }
+                return Err(e);
+            }
+            println!("controller: re-initialised (I/O queues re-created, engines' queue pointers reset)");
+        }
         ("reset", 2) => {
             let Some(core) = n(1) else { return Ok(usage()) };
             dev.reset_hdu(core as u32)?;
