@@ -267,8 +267,8 @@ fn debugfs_registers(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Resul
     let rd64 = |off: usize| -> Option<u64> {
         Some(h.rd32(off).ok()? as u64 | (h.rd32(off + 4).ok()? as u64) << 32)
     };
-    let regs64 = [("CAP", nvme::reg::CAP), ("ASQ", nvme::reg::ASQ), ("ACQ", nvme::reg::ACQ)];
-    let regs32 = [("VS", nvme::reg::VS), ("CC", nvme::reg::CC), ("CSTS", nvme::reg::CSTS), ("AQA", nvme::reg::AQA)];
+    let regs64 = [("CAP", abi::nvme::reg::CAP), ("ASQ", abi::nvme::reg::ASQ), ("ACQ", abi::nvme::reg::ACQ)];
+    let regs32 = [("VS", abi::nvme::reg::VS), ("CC", abi::nvme::reg::CC), ("CSTS", abi::nvme::reg::CSTS), ("AQA", abi::nvme::reg::AQA)];
     for (name, off) in regs64 {
         match rd64(off) {
             Some(v) => writeln!(f, "{name} {v:#018x}")?,
