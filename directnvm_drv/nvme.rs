@@ -102,8 +102,10 @@ pub struct LogEntry {
     pub status: u16,
 }
 
-/// Entries kept in the admin command log.
-pub const LOG_ENTRIES: usize = 32;
+/// Entries kept in the admin command log: the whole bring-up of the largest configuration
+/// (2 Identify, Number of Queues, Arbitration, and a Create CQ + SQ for each of
+/// `DNVM_MAX_CORES` x `DNVM_MAX_ENGINES` queue pairs), plus room for later commands.
+pub const LOG_ENTRIES: usize = 4 + 2 * crate::abi::DNVM_MAX_CORES * crate::abi::DNVM_MAX_ENGINES + 12;
 
 /// State of an enabled controller.
 #[derive(Clone, Copy, Debug)]
