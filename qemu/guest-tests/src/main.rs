@@ -2,31 +2,59 @@
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.
 //!
-//! Usage: `dnvm-guest-tests suite` (everything) or `dnvm-guest-tests info` (demo output).
+//! Usage: `dnvm-guest-tests MODE` with MODE
+//! * `suite` (default): everything, reliability groups in their short forms;
+//! * `soak`: `make soak` (SOAK_SECS, SOAK_MB, SOAK_DEPTH, SOAK_SEED);
+//! * `fuzz`: `make fuzz` (FUZZ_ITERS, FUZZ_SEED) plus the concurrency races scaled up;
+//! * `info`: demo output.
+//!
+//! Every mode that touches the kernel ends with the kernel-log check and the summary.
 
 mod drivers;
+mod faults;
+mod fuzz;
 mod klog;
 mod library;
+mod lifecycle;
 mod rawio;
+mod soak;
+mod stress;
+mod summary;
 mod sys;
 mod tap;
 
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
-    let ok = match arg.as_str() {
+    let t0 = std::time::Instant::now();
+    let mut t = tap::Tap::default();
+    match arg.as_str() {
         "suite" => {
-            let mut t = tap::Tap::default();
             drivers::run(&mut t);
             rawio::run(&mut t);
             library::run(&mut t);
-            klog::run(&mut t);
-            t.finish()
+            soak::run_short(&mut t);
+            faults::run(&mut t);
+            stress::run(&mut t, 1);
+            lifecycle::run_unbind(&mut t);
+            fuzz::run(&mut t, 3000);
+            // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
+            lifecycle::run_reload(&mut t);
         }
-        "info" => drivers::show(),
+        "soak" => {
+            soak::run_soak(&mut t);
+        }
+        "fuzz" => {
+            fuzz::run(&mut t, 200_000);
+            stress::run(&mut t, 10);
+        }
+        "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|info] (got {other})");
-            false
+            eprintln!("usage: dnvm-guest-tests [suite|soak|fuzz|info] (got {other})");
+            std::process::exit(2);
         }
-    };
+    }
+    klog::run(&mut t);
+    summary::print(&t, t0.elapsed().as_secs_f64());
+    let ok = t.finish();
     std::process::exit(if ok { 0 } else { 1 });
 }
