@@ -117,7 +117,7 @@ impl Drop for Mailbox {
 /// LBA range of the fault cases (below the soak area, away from other groups' ranges).
 fn area(h: &Handle, core: u32) -> u64 {
     let cap = h.capacity_lbas();
-    cap / 2 + u64::from(core) * 0x1000
+    soak::scratch(cap) + u64::from(core) * 0x1000
 }
 
 /// Wait (bounded) until the handle is not wedged any more, polling it.

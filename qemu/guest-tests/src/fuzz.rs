@@ -358,11 +358,8 @@ pub fn fuzz(iters: u64, seed: u64) -> Case {
     }
     for core in 0..d.cores() {
         let mut h = handle(&d, core, Duration::from_secs(5))?;
-        if h.revision() >= HDU_REV2 {
-            // A fuzzed HDU_IOC_RESET or GET_* leaves the engine usable; DONE may be 0.
-        }
         let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
-        let lba = d.info().capacity_lbas / 2 + 0x2_0000 + u64::from(core) * 64;
+        let lba = crate::soak::scratch(d.info().capacity_lbas) + 0x2_0000 + u64::from(core) * 64;
         write_read(&mut h, &mut b, lba, 5 + core).map_err(|e| format!("core {core} after fuzzing: {e}"))?;
     }
     Ok(())

@@ -6,6 +6,7 @@
 //! * `suite` (default): everything, reliability groups in their short forms;
 //! * `soak`: `make soak` (SOAK_SECS, SOAK_MB, SOAK_DEPTH, SOAK_SEED);
 //! * `fuzz`: `make fuzz` (FUZZ_ITERS, FUZZ_SEED) plus the concurrency races scaled up;
+//! * `reliability`: only the reliability groups, in their suite forms;
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -40,6 +41,15 @@ fn main() {
             // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
             lifecycle::run_reload(&mut t);
         }
+        // The reliability groups alone, in their suite forms (quicker to iterate on).
+        "reliability" => {
+            soak::run_short(&mut t);
+            faults::run(&mut t);
+            stress::run(&mut t, 1);
+            lifecycle::run_unbind(&mut t);
+            fuzz::run(&mut t, 3000);
+            lifecycle::run_reload(&mut t);
+        }
         "soak" => {
             soak::run_soak(&mut t);
         }
@@ -49,7 +59,7 @@ fn main() {
         }
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|soak|fuzz|info] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|reliability|soak|fuzz|info] (got {other})");
             std::process::exit(2);
         }
     }

@@ -119,6 +119,12 @@ pub fn write_read(h: &mut Handle, buf: &mut Buffer, lba: u64, gen: u32) -> Case 
     read_check(h, buf, lba, gen)
 }
 
+/// First LBA of the scratch area of the fault, stress, fuzz and lifecycle cases (5/8 of the
+/// namespace; 128 MiB used): away from the ranges of the other groups and of the soak.
+pub fn scratch(capacity_lbas: u64) -> u64 {
+    capacity_lbas / 8 * 5
+}
+
 /// The open device, with the controller up.
 pub fn dev() -> Result<Device, String> {
     let d = Device::open().map_err(|e| format!("open /dev/directnvm: {e}"))?;

@@ -27,12 +27,6 @@ fn layout(fd: &OwnedFd) -> Result<DnvmLayout, String> {
     Ok(l)
 }
 
-fn stats(fd: &OwnedFd) -> Result<DnvmStats, String> {
-    let mut s = DnvmStats::default();
-    ioctl(fd, DNVM_IOC_GET_STATS, &mut s).map_err(|e| format!("GET_STATS: {e}"))?;
-    Ok(s)
-}
-
 fn claim_raw(fd: i32, cmd: u32, core: u32) -> i32 {
     let mut c = DnvmClaim { core, flags: 0 };
     // SAFETY: `c` is a valid DnvmClaim; a stale or reused fd number only yields an errno.
@@ -63,7 +57,11 @@ fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) -> Case {
 /// Everything is free again: no claim, no HDU owner, each core claimable and each HDU openable.
 pub fn all_free(cores: u32) -> Case {
     let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
-    wait_for("claimed mask back to 0", Duration::from_secs(3), || stats(&fd).map(|s| s.claimed_mask == 0).unwrap_or(false))?;
+    // sysfs `claimed` is computed from the live claims. (GET_STATS.claimed_mask is not: it
+    // keeps bits of claims that a close released; see the report.)
+    let claimed = "/sys/class/misc/directnvm/claimed";
+    wait_for("claimed mask back to 0", Duration::from_secs(3), || sysfs(claimed) == "0x0")
+        .map_err(|e| format!("{e} ({})", sysfs(claimed)))?;
     for c in 0..cores {
         let mut cl = DnvmClaim { core: c, flags: 0 };
         ioctl(&fd, DNVM_IOC_CLAIM, &mut cl).map_err(|e| format!("core {c} not claimable: {e}"))?;
@@ -328,7 +326,7 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let d = dev()?;
     let rev = d.hdu_info(core).map_err(|e| e.to_string())?.revision;
     let cap = d.info().capacity_lbas;
-    let base = cap / 2 + 0x10_0000 + u64::from(core) * 0x1000;
+    let base = crate::soak::scratch(cap) + 0x8000 + u64::from(core) * 0x1000;
     // Known content first (generation 1), by the parent.
     {
         let mut h = handle(&d, core, Duration::from_secs(5))?;
