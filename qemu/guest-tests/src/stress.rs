@@ -336,7 +336,7 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let aborted0 = mb.stats(core)?[TESTDEV_STAT_ABORTED];
     // 300x slower SSD: the 64-read batch runs for ~150 ms, and a rev 2 reset drains the reads
     // already at the SSD within hdu.ko's 100 ms reset bound (see the report: 1000x exceeds it).
-    mb.fault(TESTDEV_FAULT_SLOW, &[300_000])?;
+    mb.cmd(TESTDEV_CMD_SET_FAULT, &[TESTDEV_FAULT_SLOW, 300_000])?;
     let mut pipe = [0i32; 2];
     // SAFETY: pipe() fills two descriptors.
     check(unsafe { libc::pipe(pipe.as_mut_ptr()) } == 0, "pipe")?;
@@ -345,7 +345,9 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     if pid == 0 {
         let code = (|| -> Option<i32> {
             let d = nvmedl::Device::open().ok()?;
-            let mut h = d.handle(core).ok()?;
+            // One hardware batch of all 64 reads (batch threshold 64), started by the 64th submit.
+            let opts = nvmedl::HandleOptions { batch: 64, ..nvmedl::HandleOptions::default() };
+            let mut h = d.handle_with(core, opts).ok()?;
             let bufs: Vec<_> = (0..64).map(|_| h.buf_alloc(BLOCK)).collect::<Result<_, _>>().ok()?;
             for (i, b) in bufs.iter().enumerate() {
                 h.submit(Request::read(b, base + i as u64 * BLOCK_LBAS)).ok()?;
