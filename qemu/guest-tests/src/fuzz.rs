@@ -19,7 +19,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
-use directnvm_abi::*;
+use nvmedl::abi_types::*;
 
 use crate::soak::{dev, env_u64, handle, seed_from_env, write_read, Rng, BLOCK};
 use crate::summary::{self, FUZZ_ITERS};
