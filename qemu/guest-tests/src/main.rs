@@ -21,6 +21,8 @@ mod rawio;
 mod soak;
 mod stress;
 mod summary;
+#[cfg(test)]
+mod syzlang;
 mod sys;
 mod tap;
 

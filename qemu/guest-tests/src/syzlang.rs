@@ -8,6 +8,7 @@ use std::mem::size_of;
 
 use directnvm_abi::*;
 
+
 const TXT: &str = include_str!("../../syzkaller/directnvm.txt");
 const CONST_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../syzkaller/directnvm.txt.const");
 
@@ -30,7 +31,7 @@ fn consts() -> Vec<(&'static str, u64)> {
 
 fn render() -> String {
     let mut s = String::from(
-        "# Generated from userspace/abi/src/abi.rs by qemu/guest-tests/tests/syzlang.rs. DO NOT EDIT.\n\
+        "# Generated from userspace/abi/src/abi.rs by qemu/guest-tests/src/syzlang.rs. DO NOT EDIT.\n\
          # The ioctl encoding is asm-generic: the same numbers on every listed arch.\n\
          arches = amd64, arm64, riscv64\n",
     );
@@ -47,7 +48,7 @@ fn const_file_is_generated_from_the_abi() {
         std::fs::write(CONST_PATH, &want).unwrap();
     }
     let got = std::fs::read_to_string(CONST_PATH).unwrap_or_default();
-    assert_eq!(got, want, "{CONST_PATH} is stale: run DNVM_SYZ_BLESS=1 cargo test -p dnvm-guest-tests --test syzlang");
+    assert_eq!(got, want, "{CONST_PATH} is stale: run DNVM_SYZ_BLESS=1 cargo test -p dnvm-guest-tests syzlang");
 }
 
 #[test]
