@@ -134,6 +134,28 @@ fn unwedge(h: &mut Handle, within: Duration) -> Case {
     Ok(())
 }
 
+/// Wait (bounded) until sysfs `state` of hdu`core` is one of `want`.
+fn wait_state(core: u32, want: &[&str], within: Duration) -> Case {
+    let p = format!("/sys/class/misc/hdu{core}/state");
+    let rd = || std::fs::read_to_string(&p).map(|s| s.trim().to_string()).unwrap_or_default();
+    let t0 = Instant::now();
+    while !want.contains(&rd().as_str()) {
+        if t0.elapsed() > within {
+            return Err(format!("hdu{core} state {} after {within:?}, want {want:?}", rd()));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Rev 2 reset, then wait until the engine really went through it. HDU_IOC_RESET can return
+/// before the device saw the CTRL write (hdu.ko polls PSTATUS.RESETTING, which the device sets
+/// only once it noticed the reset; see the report), and a START in that window is dropped.
+fn reset_and_settle(h: &mut Handle, core: u32) -> Case {
+    h.reset().map_err(|e| format!("reset: {e}"))?;
+    wait_state(core, &["idle"], Duration::from_secs(3))
+}
+
 /// Collect `n` completions (bounded by `within`), indexed by tag.
 fn collect(h: &mut Handle, n: usize, within: Duration) -> Result<Vec<Option<Result<(), Error>>>, String> {
     let mut res = vec![None; n];
@@ -244,7 +266,8 @@ fn stuck(mb: &Mailbox) -> Case {
     println!("# stuck engine: Timeout after {:.0} ms ({} ms timeout): {}", took.as_secs_f64() * 1e3, timeout.as_millis(), Error::Timeout);
     if rev >= HDU_REV2 {
         // Reset while the fault is still armed: the reset alone must clear the wedge.
-        h.reset().map_err(|e| format!("reset: {e}"))?;
+        wait_state(core, &["busy"], Duration::from_secs(3))?;
+        reset_and_settle(&mut h, core)?;
         check(!h.is_wedged(), "still wedged after reset")?;
         mb.clear()?;
     } else {
@@ -308,7 +331,9 @@ fn outage(mb: &Mailbox) -> Case {
     resumed?;
     check(took < timeout * 2 + Duration::from_secs(1), format!("timeout took {took:?}"))?;
     if rev >= HDU_REV2 {
-        h.reset().map_err(|e| format!("reset after the outage: {e}"))?;
+        // The START issued during the outage runs after the resume; let it end, then reset.
+        wait_state(core, &["done"], Duration::from_secs(5))?;
+        reset_and_settle(&mut h, core)?;
     } else {
         unwedge(&mut h, Duration::from_secs(5))?;
     }

@@ -7,6 +7,7 @@
 //! * `soak`: `make soak` (SOAK_SECS, SOAK_MB, SOAK_DEPTH, SOAK_SEED);
 //! * `fuzz`: `make fuzz` (FUZZ_ITERS, FUZZ_SEED) plus the concurrency races scaled up;
 //! * `reliability`: only the reliability groups, in their suite forms;
+//! * `knownbugs`: reproducers of module bugs found by these groups (not in `suite`);
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -15,6 +16,7 @@ mod drivers;
 mod faults;
 mod fuzz;
 mod klog;
+mod known_bugs;
 mod library;
 mod lifecycle;
 mod rawio;
@@ -52,6 +54,8 @@ fn main() {
             fuzz::run(&mut t, 3000);
             lifecycle::run_reload(&mut t);
         }
+        // Reproducers of the module bugs these groups found (fail or hang until fixed).
+        "knownbugs" => known_bugs::run(&mut t),
         "soak" => {
             soak::run_soak(&mut t);
         }
