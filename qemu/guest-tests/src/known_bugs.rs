@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use directnvm_abi::*;
 
-use crate::soak::{dev, handle, scratch, write_read, BLOCK};
+use crate::soak::{dev, handle, read_check, scratch, write_read, BLOCK};
 use crate::sys::{ioctl, ioctl_none, open, sh};
 use crate::tap::{check, eq, Case, Tap};
 
@@ -23,34 +23,44 @@ fn stats_mask_after_close() -> Case {
     eq(format!("{:#x}", s.claimed_mask), sysfs.trim().to_string(), "GET_STATS.claimed_mask vs sysfs claimed after close")
 }
 
-fn io_on_all_cores(tag: u32) -> Case {
+fn on_all_cores(off: u64, gen: u32, write: bool) -> Case {
     let d = dev()?;
     for core in 0..d.cores() {
         let mut h = handle(&d, core, Duration::from_secs(2))?;
         let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
-        write_read(&mut h, &mut b, scratch(d.info().capacity_lbas) + 0x3_c000 + u64::from(core) * 64, tag)
-            .map_err(|e| format!("core {core}: {e}"))?;
+        let lba = scratch(d.info().capacity_lbas) + 0x3_c000 + off + u64::from(core) * 64;
+        let r = if write { write_read(&mut h, &mut b, lba, gen) } else { read_check(&mut h, &mut b, lba, gen) };
+        r.map_err(|e| format!("core {core}: {e}"))?;
     }
     Ok(())
+}
+
+/// Block A written before, block B after `disrupt`; A must still hold its data. With stale
+/// engine queue pointers the controller re-executes the old SQEs (A's write, now taking the
+/// buffer that holds B's data).
+fn io_across(disrupt: impl FnOnce() -> Case, gen: u32) -> Case {
+    on_all_cores(0, gen, true)?;
+    disrupt()?;
+    std::thread::sleep(Duration::from_millis(300));
+    on_all_cores(0x400, gen + 1, true)?;
+    on_all_cores(0, gen, false)
 }
 
 /// I/O, module reload, I/O: the re-probe re-creates the NVMe I/O queues but the engines keep
 /// their SQ tail / CQ head / phase (no QRESET on rev 2; impossible on rev 1).
 fn io_after_reload() -> Case {
-    io_on_all_cores(1)?;
-    let (ok, out) = sh("rmmod hdu && rmmod directnvm && insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
-    check(ok, format!("reload: {out}"))?;
-    std::thread::sleep(Duration::from_millis(300));
-    io_on_all_cores(2)
+    io_across(|| {
+        let (ok, out) = sh("rmmod hdu && rmmod directnvm && insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
+        check(ok, format!("reload: {out}"))
+    }, 10)
 }
 
 /// I/O, CONTROLLER_INIT, I/O: same queue-pointer problem without a reload.
 fn io_after_controller_init() -> Case {
-    io_on_all_cores(3)?;
-    let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
-    ioctl_none(&fd, DNVM_IOC_CONTROLLER_INIT).map_err(|e| format!("CONTROLLER_INIT: {e}"))?;
-    drop(fd);
-    io_on_all_cores(4)
+    io_across(|| {
+        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+        ioctl_none(&fd, DNVM_IOC_CONTROLLER_INIT).map_err(|e| format!("CONTROLLER_INIT: {e}"))
+    }, 20)
 }
 
 /// The reproducers.
