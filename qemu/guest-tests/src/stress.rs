@@ -333,7 +333,8 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
         let mut b = h.buf_alloc(64 * BLOCK).map_err(|e| e.to_string())?;
         write_read(&mut h, &mut b, base, 1)?;
     }
-    let aborted0 = mb.stats(core)?[TESTDEV_STAT_ABORTED];
+    let s0 = mb.stats(core)?;
+    let (aborted0, entries0) = (s0[TESTDEV_STAT_ABORTED], s0[TESTDEV_STAT_ENTRIES]);
     // 300x slower SSD: the 64-read batch runs for ~150 ms, and a rev 2 reset drains the reads
     // already at the SSD within hdu.ko's 100 ms reset bound (see the report: 1000x exceeds it).
     mb.cmd(TESTDEV_CMD_SET_FAULT, &[TESTDEV_FAULT_SLOW, 300_000])?;
@@ -381,7 +382,15 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     check(libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL, format!("child status {st:#x}, want SIGKILL"))?;
     let want_busy = if rev >= HDU_REV2 { "busy" } else { "not-done" };
     eq(state.as_str(), want_busy, "HDU state when the child was killed (batch in flight)")?;
-    // The engine goes idle by itself: rev 2 resets on release, rev 1 finishes the batch.
+    // The engine goes idle by itself: rev 2 resets on release (entries not done are aborted),
+    // rev 1 finishes the batch. All 64 entries are accounted for once that is over. (sysfs
+    // `state` alone cannot tell: it reads "idle" while a rev 2 reset still drains the SSD.)
+    let mut entries = 0;
+    wait_for("all 64 entries of the killed batch completed or aborted", Duration::from_secs(5), || {
+        entries = mb.stats(core).map(|s| s[TESTDEV_STAT_ENTRIES] - entries0).unwrap_or(0);
+        entries >= 64
+    })
+    .map_err(|e| format!("{e} ({entries} of 64)"))?;
     let idle = if rev >= HDU_REV2 { "idle" } else { "done" };
     let sp = format!("/sys/class/misc/hdu{core}/state");
     wait_for(&format!("hdu{core} state {idle}"), Duration::from_secs(5), || sysfs(&sp) == idle)
