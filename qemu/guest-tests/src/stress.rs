@@ -370,7 +370,12 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let mut pfd = libc::pollfd { fd: rd.as_raw_fd(), events: libc::POLLIN, revents: 0 };
     // SAFETY: one valid pollfd.
     let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) } == 1;
-    let state = sysfs(&format!("/sys/class/misc/hdu{core}/state"));
+    // The START is stored; wait (bounded) until the device took it: DONE clears (rev 1) or
+    // BUSY shows (rev 2). Only then is the batch in flight.
+    let want_busy = if rev >= HDU_REV2 { "busy" } else { "not-done" };
+    let sp = format!("/sys/class/misc/hdu{core}/state");
+    let _ = wait_for("batch accepted", Duration::from_secs(2), || sysfs(&sp) == want_busy);
+    let state = sysfs(&sp);
     // SAFETY: our own child.
     unsafe { libc::kill(pid, libc::SIGKILL) };
     let mut st = 0;
@@ -380,7 +385,6 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     mb.clear()?;
     check(ready, format!("child did not start its batch (status {st:#x})"))?;
     check(libc::WIFSIGNALED(st) && libc::WTERMSIG(st) == libc::SIGKILL, format!("child status {st:#x}, want SIGKILL"))?;
-    let want_busy = if rev >= HDU_REV2 { "busy" } else { "not-done" };
     eq(state.as_str(), want_busy, "HDU state when the child was killed (batch in flight)")?;
     // The engine goes idle by itself: rev 2 resets on release (entries not done are aborted),
     // rev 1 finishes the batch. All 64 entries are accounted for once that is over. (sysfs
@@ -392,7 +396,6 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     })
     .map_err(|e| format!("{e} ({entries} of 64)"))?;
     let idle = if rev >= HDU_REV2 { "idle" } else { "done" };
-    let sp = format!("/sys/class/misc/hdu{core}/state");
     wait_for(&format!("hdu{core} state {idle}"), Duration::from_secs(5), || sysfs(&sp) == idle)
         .map_err(|e| format!("{e} (state {})", sysfs(&sp)))?;
     eq(sysfs(&format!("/sys/class/misc/hdu{core}/owner")).as_str(), "none", "HDU owner after the kill")?;
