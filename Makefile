@@ -100,3 +100,20 @@ bench-guest: initramfs
 clean:
 	-$(MAKE) -C "$$(bash scripts/kernel.sh 2>/dev/null || echo /nonexistent)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) clean 2>/dev/null
 	rm -rf build target
+
+# Long reliability runs in QEMU (issue #7). Both end with the kernel-log check and a summary.
+#   make soak [SOAK_SECS=60] [SOAK_MB=16] [SOAK_DEPTH=32] [SOAK_SEED=..] [REVISION=2]
+#   make fuzz [FUZZ_ITERS=200000] [FUZZ_SEED=..] [STRESS_ITERS=200] [REVISION=2]
+# (the guest suite runs short forms of both; `--mode reliability` runs only those groups)
+REVISION ?= 2
+SOAK_SECS ?= 60
+FUZZ_ITERS ?= 200000
+.PHONY: soak fuzz
+soak: initramfs
+	@bash qemu/run.sh --mode soak --revision $(REVISION) --timeout $$(( $(SOAK_SECS) + 600 )) \
+	  --env SOAK_SECS=$(SOAK_SECS) $(if $(SOAK_MB),--env SOAK_MB=$(SOAK_MB)) \
+	  $(if $(SOAK_DEPTH),--env SOAK_DEPTH=$(SOAK_DEPTH)) $(if $(SOAK_SEED),--env SOAK_SEED=$(SOAK_SEED))
+
+fuzz: initramfs
+	@bash qemu/run.sh --mode fuzz --revision $(REVISION) --timeout 3600 --env FUZZ_ITERS=$(FUZZ_ITERS) \
+	  $(if $(FUZZ_SEED),--env FUZZ_SEED=$(FUZZ_SEED)) $(if $(STRESS_ITERS),--env STRESS_ITERS=$(STRESS_ITERS))

@@ -2,37 +2,83 @@
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.
 //!
-//! Usage: `dnvm-guest-tests suite` (everything), `info` (demo output), `libbench` (library
-//! figures, `make bench-guest`) or `wrr` (the arbitration experiment, `make wrr`).
+//! Usage: `dnvm-guest-tests MODE` with MODE
+//! * `suite` (default): everything, reliability groups in their short forms;
+//! * `soak`: `make soak` (SOAK_SECS, SOAK_MB, SOAK_DEPTH, SOAK_SEED);
+//! * `fuzz`: `make fuzz` (FUZZ_ITERS, FUZZ_SEED) plus the concurrency races scaled up;
+//! * `reliability`: only the reliability groups, in their suite forms;
+//! * `knownbugs`: reproducers of module bugs found by these groups (not in `suite`);
+//! * `libbench`: library figures (`make bench-guest`);
+//! * `wrr`: the arbitration experiment (`make wrr`);
+//! * `info`: demo output.
+//!
+//! Every mode that touches the kernel ends with the kernel-log check and the summary.
 
 mod drivers;
+mod faults;
+mod fuzz;
 mod kdrv;
 mod klog;
+mod known_bugs;
 mod library;
+mod lifecycle;
 mod rawio;
+mod soak;
+mod stress;
+mod summary;
+#[cfg(test)]
+mod syzlang;
 mod sys;
 mod tap;
 mod wrr;
 
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
-    let ok = match arg.as_str() {
+    let t0 = std::time::Instant::now();
+    let mut t = tap::Tap::default();
+    match arg.as_str() {
         "suite" => {
-            let mut t = tap::Tap::default();
             drivers::run(&mut t);
             rawio::run(&mut t);
             kdrv::run(&mut t);
             library::run(&mut t);
-            klog::run(&mut t);
-            t.finish()
+            soak::run_short(&mut t);
+            faults::run(&mut t);
+            stress::run(&mut t, 1);
+            lifecycle::run_unbind(&mut t);
+            fuzz::run(&mut t, 3000);
+            // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
+            lifecycle::run_reload(&mut t);
         }
-        "info" => drivers::show(),
-        "wrr" => wrr::run(),
-        "libbench" => library::bench_mode(),
+        // The reliability groups alone, in their suite forms (quicker to iterate on).
+        "reliability" => {
+            soak::run_short(&mut t);
+            faults::run(&mut t);
+            stress::run(&mut t, 1);
+            lifecycle::run_unbind(&mut t);
+            fuzz::run(&mut t, 3000);
+            lifecycle::run_reload(&mut t);
+        }
+        // Reproducers of the module bugs these groups found (fail or hang until fixed).
+        "knownbugs" => known_bugs::run(&mut t),
+        "soak" => {
+            soak::run_soak(&mut t);
+        }
+        "fuzz" => {
+            fuzz::run(&mut t, 200_000);
+            stress::run(&mut t, 10);
+        }
+        // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
+        "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
+        "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
+        "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|info|libbench|wrr] (got {other})");
-            false
+            eprintln!("usage: dnvm-guest-tests [suite|reliability|knownbugs|soak|fuzz|libbench|wrr|info] (got {other})");
+            std::process::exit(2);
         }
-    };
+    }
+    klog::run(&mut t);
+    summary::print(&t, t0.elapsed().as_secs_f64());
+    let ok = t.finish();
     std::process::exit(if ok { 0 } else { 1 });
 }

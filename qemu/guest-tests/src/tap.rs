@@ -31,6 +31,16 @@ impl Tap {
         r.is_ok()
     }
 
+    /// Cases passed so far.
+    pub fn passed(&self) -> u32 {
+        self.passed
+    }
+
+    /// Cases failed so far.
+    pub fn failed(&self) -> u32 {
+        self.failed
+    }
+
     /// Print the plan and the closing line; true if everything passed.
     pub fn finish(&self) -> bool {
         println!("1..{}", self.n);

@@ -1,0 +1,411 @@
+//! Fault injection through the fake device's test mailbox (`TESTDEV_*`, reached through
+//! /dev/mem; docs/design.md "Test hooks"). One case per fault class; each fails if the library
+//! reports success for a command the device failed (where the revision can tell) or if any
+//! wait is not bounded. Rev 1 has no status path: there the cases assert what is observable
+//! (the pattern check catches the bad data, the model's counters show the fault fired).
+//!
+//! Classes: NVMe error status on an LBA (read and write), stuck engine (timeout, reset on
+//! rev 2, reuse), dropped START, device outage (the model stops servicing, then resumes: the
+//! closest a guest can get to a fake-device restart; the process itself belongs to run.sh),
+//! DMA window fault (rev 2).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use directnvm_abi::*;
+use nvmedl::{Completion, Error, Handle, Request};
+
+use crate::soak::{self, dev, handle, read_check, verify, write_gen, write_read, BLOCK, BLOCK_LBAS};
+use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED, IOS_VERIFIED};
+use crate::tap::{check, eq, Case, Tap};
+
+/// The mailbox page mapped from /dev/mem.
+pub struct Mailbox {
+    _fd: OwnedFd,
+    ptr: *mut u8,
+}
+
+impl Mailbox {
+    /// Map the mailbox and check its magic.
+    pub fn open() -> Result<Mailbox, String> {
+        let fd = crate::sys::open("/dev/mem").map_err(|e| format!("/dev/mem: {e}"))?;
+        // SAFETY: a fresh shared mapping of one page of /dev/mem (the model's mailbox page,
+        // outside the kernel's RAM); unmapped in Drop.
+        let p = unsafe {
+            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(),
+                TESTDEV_MAILBOX_PHYS as libc::off_t)
+        };
+        if p == libc::MAP_FAILED {
+            return Err(format!("mmap mailbox: {}", std::io::Error::last_os_error()));
+        }
+        let m = Mailbox { _fd: fd, ptr: p.cast() };
+        eq(m.rd32(TESTDEV_REG_MAGIC), TESTDEV_MAGIC, "mailbox magic")?;
+        eq(m.rd32(TESTDEV_REG_VERSION), TESTDEV_VERSION, "mailbox version")?;
+        Ok(m)
+    }
+
+    fn rd32(&self, off: usize) -> u32 {
+        // SAFETY: off < 4096, 4-byte aligned (ABI offsets); the page is mapped while self lives.
+        unsafe { std::ptr::read_volatile(self.ptr.add(off).cast::<u32>()) }
+    }
+    fn wr32(&self, off: usize, v: u32) {
+        // SAFETY: as for rd32.
+        unsafe { std::ptr::write_volatile(self.ptr.add(off).cast::<u32>(), v) }
+    }
+    fn rd64(&self, off: usize) -> u64 {
+        // SAFETY: off < 4096, 8-byte aligned (ABI offsets).
+        unsafe { std::ptr::read_volatile(self.ptr.add(off).cast::<u64>()) }
+    }
+    fn wr64(&self, off: usize, v: u64) {
+        // SAFETY: as for rd64.
+        unsafe { std::ptr::write_volatile(self.ptr.add(off).cast::<u64>(), v) }
+    }
+
+    /// Run one command; `Err` on a non-OK status or no answer within 2 s.
+    pub fn cmd(&self, cmd: u32, args: &[u64]) -> Result<Vec<u64>, String> {
+        self.wr32(TESTDEV_REG_CMD, cmd);
+        for i in 0..TESTDEV_NARGS {
+            self.wr64(TESTDEV_REG_ARGS + 8 * i, args.get(i).copied().unwrap_or(0));
+        }
+        let seq = self.rd32(TESTDEV_REG_ACK_SEQ).wrapping_add(1);
+        crate::sys::barrier();
+        self.wr32(TESTDEV_REG_REQ_SEQ, seq);
+        let t0 = Instant::now();
+        while self.rd32(TESTDEV_REG_ACK_SEQ) != seq {
+            if t0.elapsed() > Duration::from_secs(2) {
+                return Err(format!("mailbox command {cmd} not acknowledged within 2 s"));
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        crate::sys::barrier();
+        let st = self.rd32(TESTDEV_REG_STATUS);
+        if st != TESTDEV_STATUS_OK {
+            return Err(format!("mailbox command {cmd} {args:?}: status {st}"));
+        }
+        Ok((0..TESTDEV_STAT_COUNT).map(|i| self.rd64(TESTDEV_REG_RESULT + 8 * i)).collect())
+    }
+
+    /// Inject a fault (`TESTDEV_FAULT_*` and its arguments) and count it.
+    pub fn fault(&self, kind: u64, args: &[u64]) -> Result<(), String> {
+        let mut a = vec![kind];
+        a.extend_from_slice(args);
+        self.cmd(TESTDEV_CMD_SET_FAULT, &a)?;
+        summary::add(&FAULTS_INJECTED, 1);
+        Ok(())
+    }
+
+    /// Remove every fault.
+    pub fn clear(&self) -> Result<(), String> {
+        self.cmd(TESTDEV_CMD_CLEAR_FAULTS, &[]).map(|_| ())
+    }
+
+    /// Statistics of HDU `hdu` (RESULT[TESTDEV_STAT_*]).
+    pub fn stats(&self, hdu: u32) -> Result<Vec<u64>, String> {
+        self.cmd(TESTDEV_CMD_GET_STATS, &[u64::from(hdu)])
+    }
+}
+
+impl Drop for Mailbox {
+    fn drop(&mut self) {
+        // Never leave a fault armed behind a failed case.
+        let _ = self.clear();
+        // SAFETY: unmapping the page mapped in open().
+        unsafe { libc::munmap(self.ptr.cast(), 4096) };
+    }
+}
+
+/// LBA range of the fault cases (below the soak area, away from other groups' ranges).
+fn area(h: &Handle, core: u32) -> u64 {
+    let cap = h.capacity_lbas();
+    soak::scratch(cap) + u64::from(core) * 0x1000
+}
+
+/// Wait (bounded) until the handle is not wedged any more, polling it.
+fn unwedge(h: &mut Handle, within: Duration) -> Case {
+    let t0 = Instant::now();
+    let mut out = [Completion { tag: 0, result: Ok(()) }; 8];
+    while h.is_wedged() {
+        h.poll(&mut out);
+        if t0.elapsed() > within {
+            return Err(format!("handle still wedged {within:?} after the fault was removed"));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Wait (bounded) until sysfs `state` of hdu`core` is one of `want`.
+fn wait_state(core: u32, want: &[&str], within: Duration) -> Case {
+    let p = format!("/sys/class/misc/hdu{core}/state");
+    let rd = || std::fs::read_to_string(&p).map(|s| s.trim().to_string()).unwrap_or_default();
+    let t0 = Instant::now();
+    while !want.contains(&rd().as_str()) {
+        if t0.elapsed() > within {
+            return Err(format!("hdu{core} state {} after {within:?}, want {want:?}", rd()));
+        }
+        std::thread::sleep(Duration::from_micros(200));
+    }
+    Ok(())
+}
+
+/// Rev 2 reset, then wait until the engine really went through it. HDU_IOC_RESET can return
+/// before the device saw the CTRL write (hdu.ko polls PSTATUS.RESETTING, which the device sets
+/// only once it noticed the reset; see the report), and a START in that window is dropped.
+fn reset_and_settle(h: &mut Handle, core: u32) -> Case {
+    h.reset().map_err(|e| format!("reset: {e}"))?;
+    wait_state(core, &["idle"], Duration::from_secs(3))
+}
+
+/// Collect `n` completions (bounded by `within`), indexed by tag.
+fn collect(h: &mut Handle, n: usize, within: Duration) -> Result<Vec<Option<Result<(), Error>>>, String> {
+    let mut res = vec![None; n];
+    let mut got = 0;
+    let mut out = [Completion { tag: 0, result: Ok(()) }; 16];
+    let t0 = Instant::now();
+    while got < n {
+        let k = h.poll(&mut out);
+        for c in &out[..k] {
+            let slot = res.get_mut(c.tag as usize).ok_or(format!("unexpected tag {}", c.tag))?;
+            *slot = Some(c.result);
+            got += 1;
+        }
+        if t0.elapsed() > within {
+            return Err(format!("only {got} of {n} completions within {within:?} (library hung?)"));
+        }
+    }
+    Ok(res)
+}
+
+/// NVMe error status on one LBA: a read and a write batch of 8 one-block requests, one of them
+/// hitting the fault.
+fn io_error(mb: &Mailbox) -> Case {
+    let d = dev()?;
+    let core = 0;
+    let mut h = handle(&d, core, Duration::from_secs(5))?;
+    let rev = h.revision();
+    let base = area(&h, core);
+    let lba = |i: usize| base + i as u64 * BLOCK_LBAS;
+    let mut bufs: Vec<_> = (0..8).map(|_| h.buf_alloc(BLOCK)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        write_gen(&mut h, b, lba(i), 1)?;
+    }
+    const STATUS: u64 = 0x4281; // DNR | SCT 2 (media) | SC 0x81 (unrecovered read error)
+    let errs0 = mb.stats(core)?[TESTDEV_STAT_IO_ERRORS];
+
+    // Reads: block 3 fails.
+    mb.fault(TESTDEV_FAULT_IO_ERROR, &[lba(3), lba(3) + BLOCK_LBAS, STATUS, 0x02, 1])?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        b.as_mut_slice().fill(0xa5);
+        h.submit(Request::read(b, lba(i)).tag(i as u64)).map_err(|e| format!("submit read {i}: {e}"))?;
+    }
+    h.kick();
+    let res = collect(&mut h, 8, Duration::from_secs(10))?;
+    eq(mb.stats(core)?[TESTDEV_STAT_IO_ERRORS], errs0 + 1, "model's NVMe I/O error count after the read fault")?;
+    for (i, r) in res.iter().enumerate() {
+        let r = r.ok_or("missing completion")?;
+        if i == 3 {
+            if rev >= HDU_REV2 {
+                eq(r, Err(Error::Nvme { status: STATUS as u16 }), "faulted read (rev 2 must report the NVMe status)")?;
+            } else {
+                // Rev 1 (documented): no status path, the library reports success; the data
+                // did not move, which the pattern check sees.
+                eq(r, Ok(()), "faulted read on rev 1 (no status path)")?;
+                check(soak::compare(bufs[i].as_slice(), lba(i), &[1]).is_err(), "rev 1: the faulted read moved data")?;
+            }
+        } else {
+            r.map_err(|e| format!("read {i} beside the faulted one failed: {e}"))?;
+            verify(bufs[i].as_slice(), lba(i), &[1]).map_err(|e| format!("read {i}: {e}"))?;
+            summary::add(&IOS_VERIFIED, 1);
+        }
+    }
+
+    // Writes (generation 2): block 5 fails and keeps generation 1.
+    mb.fault(TESTDEV_FAULT_IO_ERROR, &[lba(5), lba(5) + BLOCK_LBAS, STATUS & !0xff | 0x80, 0x01, 1])?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        soak::fill(b.as_mut_slice(), lba(i), &[2]);
+        h.submit(Request::write(b, lba(i)).tag(i as u64)).map_err(|e| format!("submit write {i}: {e}"))?;
+    }
+    h.kick();
+    let res = collect(&mut h, 8, Duration::from_secs(10))?;
+    eq(mb.stats(core)?[TESTDEV_STAT_IO_ERRORS], errs0 + 2, "model's NVMe I/O error count after the write fault")?;
+    for (i, r) in res.iter().enumerate() {
+        let r = r.ok_or("missing completion")?;
+        if i == 5 && rev >= HDU_REV2 {
+            eq(r, Err(Error::Nvme { status: (STATUS & !0xff | 0x80) as u16 }), "faulted write (rev 2)")?;
+        } else {
+            r.map_err(|e| format!("write {i}: {e}"))?;
+        }
+    }
+    for (i, b) in bufs.iter_mut().enumerate() {
+        read_check(&mut h, b, lba(i), if i == 5 { 1 } else { 2 }).map_err(|e| format!("after the write fault, block {i}: {e}"))?;
+    }
+    summary::add(&FAULTS_SURVIVED, 2);
+    Ok(())
+}
+
+/// Stuck engine: the library times out within its bound; rev 2 resets and reuses the core,
+/// rev 1 recovers when the late DONE comes.
+fn stuck(mb: &Mailbox) -> Case {
+    let d = dev()?;
+    let core = 1;
+    let timeout = Duration::from_millis(300);
+    let mut h = handle(&d, core, timeout)?;
+    let rev = h.revision();
+    let base = area(&h, core);
+    let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
+    write_read(&mut h, &mut b, base, 1)?;
+    mb.fault(TESTDEV_FAULT_STUCK, &[u64::from(core), 1])?;
+    soak::fill(b.as_mut_slice(), base, &[2; 4]);
+    let t0 = Instant::now();
+    let r = h.write(&b, base);
+    let took = t0.elapsed();
+    eq(r, Err(Error::Timeout), "write on a stuck engine")?;
+    check(took < timeout * 2 + Duration::from_secs(1), format!("timeout took {took:?} (bound {timeout:?})"))?;
+    check(h.is_wedged(), "handle not wedged after the timeout")?;
+    eq(h.write(&b, base), Err(Error::NotReady), "I/O on a wedged handle")?;
+    println!("# stuck engine: Timeout after {:.0} ms ({} ms timeout): {}", took.as_secs_f64() * 1e3, timeout.as_millis(), Error::Timeout);
+    if rev >= HDU_REV2 {
+        // Reset while the fault is still armed: the reset alone must clear the wedge.
+        wait_state(core, &["busy"], Duration::from_secs(3))?;
+        reset_and_settle(&mut h, core)?;
+        check(!h.is_wedged(), "still wedged after reset")?;
+        mb.clear()?;
+    } else {
+        eq(h.reset(), Err(Error::Revision), "reset on rev 1")?;
+        mb.clear()?;
+        unwedge(&mut h, Duration::from_secs(5))?;
+    }
+    h.set_timeout(Duration::from_secs(5));
+    write_read(&mut h, &mut b, base, 3).map_err(|e| format!("reuse after the stuck engine: {e}"))?;
+    summary::add(&FAULTS_SURVIVED, 1);
+    Ok(())
+}
+
+/// Dropped START after an earlier batch (DONE still 1): rev 2 reports BatchLost, rev 1
+/// reports success (documented) and the pattern check shows the write never happened.
+fn drop_start(mb: &Mailbox) -> Case {
+    let d = dev()?;
+    let core = 2;
+    let mut h = handle(&d, core, Duration::from_secs(2))?;
+    let rev = h.revision();
+    let base = area(&h, core);
+    let mut b = h.buf_alloc(2 * BLOCK).map_err(|e| e.to_string())?;
+    write_read(&mut h, &mut b, base, 1)?; // leaves DONE = 1
+    let dropped0 = mb.stats(core)?[TESTDEV_STAT_DROPPED_STARTS];
+    mb.fault(TESTDEV_FAULT_DROP_START, &[u64::from(core), 1])?;
+    soak::fill(b.as_mut_slice(), base, &[2; 2]);
+    let t0 = Instant::now();
+    let r = h.write(&b, base);
+    check(t0.elapsed() < Duration::from_secs(5), "dropped START: wait not bounded")?;
+    eq(mb.stats(core)?[TESTDEV_STAT_DROPPED_STARTS], dropped0 + 1, "model's dropped-START count")?;
+    if rev >= HDU_REV2 {
+        eq(r, Err(Error::BatchLost), "write whose START was dropped (rev 2)")?;
+    } else {
+        eq(r, Ok(()), "write whose START was dropped (rev 1 cannot tell, documented)")?;
+    }
+    // Either way the data never reached the SSD: generation 1 is still there.
+    read_check(&mut h, &mut b, base, 1).map_err(|e| format!("after the dropped START: {e}"))?;
+    write_read(&mut h, &mut b, base, 3).map_err(|e| format!("reuse after the dropped START: {e}"))?;
+    summary::add(&FAULTS_SURVIVED, 1);
+    Ok(())
+}
+
+/// The model stops servicing everything for a while (device outage), then resumes.
+fn outage(mb: &Mailbox) -> Case {
+    let d = dev()?;
+    let core = 3;
+    let timeout = Duration::from_millis(300);
+    let mut h = handle(&d, core, timeout)?;
+    let rev = h.revision();
+    let base = area(&h, core);
+    let mut b = h.buf_alloc(BLOCK).map_err(|e| e.to_string())?;
+    write_read(&mut h, &mut b, base, 1)?;
+    mb.cmd(TESTDEV_CMD_QUIESCE, &[])?;
+    summary::add(&FAULTS_INJECTED, 1);
+    soak::fill(b.as_mut_slice(), base, &[2]);
+    let t0 = Instant::now();
+    let r = h.write(&b, base);
+    let took = t0.elapsed();
+    let resumed = mb.cmd(TESTDEV_CMD_RESUME, &[]);
+    eq(r, Err(Error::Timeout), "write while the device is out")?;
+    resumed?;
+    check(took < timeout * 2 + Duration::from_secs(1), format!("timeout took {took:?}"))?;
+    if rev >= HDU_REV2 {
+        // The START issued during the outage runs after the resume; let it end, then reset.
+        wait_state(core, &["done"], Duration::from_secs(5))?;
+        reset_and_settle(&mut h, core)?;
+    } else {
+        unwedge(&mut h, Duration::from_secs(5))?;
+    }
+    h.set_timeout(Duration::from_secs(5));
+    write_read(&mut h, &mut b, base, 3).map_err(|e| format!("reuse after the outage: {e}"))?;
+    summary::add(&FAULTS_SURVIVED, 1);
+    Ok(())
+}
+
+/// Rev 2: one entry fails the DMA window check, the others of the batch are unaffected.
+fn window(mb: &Mailbox) -> Case {
+    let d = dev()?;
+    let core = 0;
+    let mut h = handle(&d, core, Duration::from_secs(5))?;
+    if h.revision() < HDU_REV2 {
+        println!("# window fault: rev 1 has no DMA window (documented), nothing to inject");
+        return Ok(());
+    }
+    let base = area(&h, core) + 0x800;
+    let lba = |i: usize| base + i as u64 * BLOCK_LBAS;
+    let mut bufs: Vec<_> = (0..4).map(|_| h.buf_alloc(BLOCK)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        write_gen(&mut h, b, lba(i), 7)?;
+    }
+    // One batch of 4 reads; the first entry fetched hits the forced window violation.
+    mb.fault(TESTDEV_FAULT_WINDOW, &[u64::from(core), 1])?;
+    for (i, b) in bufs.iter_mut().enumerate() {
+        b.as_mut_slice().fill(0);
+        h.submit(Request::read(b, lba(i)).tag(i as u64)).map_err(|e| e.to_string())?;
+    }
+    h.kick();
+    let res = collect(&mut h, 4, Duration::from_secs(10))?;
+    let failed: Vec<usize> = (0..4).filter(|&i| res[i] != Some(Ok(()))).collect();
+    eq(failed.len(), 1, "requests failed by one forced window fault")?;
+    eq(res[failed[0]], Some(Err(Error::Hdu { code: DNVM_HDU_ERR_WINDOW })), "window fault result")?;
+    for i in (0..4).filter(|i| *i != failed[0]) {
+        verify(bufs[i].as_slice(), lba(i), &[7]).map_err(|e| format!("read {i}: {e}"))?;
+    }
+    write_read(&mut h, &mut bufs[0], lba(0), 8)?;
+    summary::add(&FAULTS_SURVIVED, 1);
+    Ok(())
+}
+
+/// Every fault case.
+pub fn run(t: &mut Tap) {
+    let mb = match Mailbox::open() {
+        Ok(m) => m,
+        Err(e) => {
+            t.case("faults: test mailbox reachable through /dev/mem", || Err(e));
+            return;
+        }
+    };
+    t.case("faults: test mailbox reachable through /dev/mem (ping)", || mb.cmd(TESTDEV_CMD_PING, &[]).map(|_| ()));
+    t.case("faults: NVMe error on one LBA fails that request only (read and write batch)", || {
+        let r = io_error(&mb);
+        mb.clear().and(r)
+    });
+    t.case("faults: stuck engine -> bounded Timeout, wedge, reset (rev 2) / late DONE (rev 1), reuse", || {
+        let r = stuck(&mb);
+        mb.clear().and(r)
+    });
+    t.case("faults: dropped START -> BatchLost (rev 2) / no data written (rev 1), reuse", || {
+        let r = drop_start(&mb);
+        mb.clear().and(r)
+    });
+    t.case("faults: device outage (model quiesced) -> bounded Timeout, resume, reuse", || {
+        let r = outage(&mb);
+        let _ = mb.cmd(TESTDEV_CMD_RESUME, &[]);
+        mb.clear().and(r)
+    });
+    t.case("faults: DMA window violation fails one entry of a batch (rev 2)", || {
+        let r = window(&mb);
+        mb.clear().and(r)
+    });
+}
