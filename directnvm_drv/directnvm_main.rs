@@ -431,7 +431,6 @@ impl DnvmFile {
             }
             st.claims[core] = 0;
         }
-        st.stats.claimed_mask = claimed_mask(&st);
         Ok(())
     }
 }
@@ -514,6 +513,8 @@ impl MiscDevice for DnvmFile {
             Cmd::GetStats => {
                 let st = sh.state.lock();
                 let mut s = st.stats;
+                // Computed from the claims, so a release by close is seen too.
+                s.claimed_mask = claimed_mask(&st);
                 if let Some(c) = &st.ctrl.ctrl {
                     s.admin_commands += c.commands;
                     s.admin_errors += c.errors;
@@ -553,11 +554,13 @@ impl platform::Driver for DnvmDriver {
         let shared = probe_shared(pdev);
         try_pin_init!(DnvmData {
             node <- {
-                let shared = shared?;
+                let sh = shared?;
+                // `shared` before `reg`: an open can arrive as soon as the node is registered
+                // (fields are initialised in this order; dropped in declaration order).
                 try_pin_init!(DevNode {
+                    shared: sh.clone(),
+                    debugfs <- Scope::dir(sh, c_str!("directnvm"), debugfs_files),
                     reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c_str!("directnvm") }),
-                    debugfs <- Scope::dir(shared.clone(), c_str!("directnvm"), debugfs_files),
-                    shared,
                 })
             },
         })

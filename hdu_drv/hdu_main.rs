@@ -424,14 +424,16 @@ impl platform::Driver for HduDriver {
         let shared = probe_shared(pdev);
         try_pin_init!(HduData {
             node <- {
-                let shared = shared?;
-                let name = NAMES[shared.index as usize];
+                let sh = shared?;
+                let name = NAMES[sh.index as usize];
+                // `shared` before `reg`: an open can arrive as soon as the node is registered
+                // (fields are initialised in this order; dropped in declaration order).
                 try_pin_init!(DevNode {
-                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
-                    debugfs <- Scope::dir(shared.clone(), name, |sh, d| {
+                    shared: sh.clone(),
+                    debugfs <- Scope::dir(sh, name, |sh, d| {
                         d.read_callback_file(c_str!("registers"), sh, &debugfs_registers);
                     }),
-                    shared,
+                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name }),
                 })
             },
         })

@@ -7,7 +7,7 @@
 //! * `soak`: `make soak` (SOAK_SECS, SOAK_MB, SOAK_DEPTH, SOAK_SEED);
 //! * `fuzz`: `make fuzz` (FUZZ_ITERS, FUZZ_SEED) plus the concurrency races scaled up;
 //! * `reliability`: only the reliability groups, in their suite forms;
-//! * `knownbugs`: reproducers of module bugs found by these groups (not in `suite`);
+//! * `knownbugs`: what raw ioctls still allow without the re-init protocol (not in `suite`);
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
 //! * `info`: demo output.
@@ -47,6 +47,7 @@ fn main() {
             stress::run(&mut t, 1);
             lifecycle::run_unbind(&mut t);
             fuzz::run(&mut t, 3000);
+            known_bugs::run_fixed(&mut t);
             // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
             lifecycle::run_reload(&mut t);
         }
