@@ -88,36 +88,6 @@
 #define NVMEDL_E_INTERNAL -1015
 
 /*
- Pages of the admin region: admin SQ, admin CQ, identify/data page.
- */
-#define ADMIN_PAGES 3
-
-/*
- Page index of the admin SQ inside the admin region.
- */
-#define ADMIN_SQ_PAGE 0
-
-/*
- Page index of the admin CQ inside the admin region.
- */
-#define ADMIN_CQ_PAGE 1
-
-/*
- Page index of the identify/data page inside the admin region.
- */
-#define ADMIN_DATA_PAGE 2
-
-/*
- Entries in each admin queue (matches the admin region layout: one page each).
- */
-#define ADMIN_ENTRIES 64
-
-/*
- Entries kept in the admin command log.
- */
-#define LOG_ENTRIES 32
-
-/*
  Opaque per-core handle (`nvmedl_create_handle`).
  */
 typedef struct nvmedl_handle nvmedl_handle;
@@ -143,8 +113,6 @@ typedef struct nvmedl_completion {
    */
   uint16_t reserved;
 } nvmedl_completion;
-
-
 
 #ifdef __cplusplus
 extern "C" {
