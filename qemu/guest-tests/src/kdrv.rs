@@ -15,7 +15,6 @@ use directnvm_abi::*;
 use crate::sys::{self, errno, ioctl, ioctl_none, open, sh, Map};
 use crate::tap::{check, eq, Case, Tap};
 
-const BS: usize = 4096;
 
 fn s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
@@ -95,104 +94,7 @@ fn hex(v: &str) -> Result<u64, String> {
 // Raw-register I/O on one claimed core (the protocol of docs/hardware.md §7)
 // ------------------------------------------------------------------------------------------
 
-struct Core {
-    _dn: OwnedFd,
-    _hdu: OwnedFd,
-    regs: Map,
-    staging: Map,
-    status: Map,
-    data: Map,
-    st: DnvmRegion,
-    stat: DnvmRegion,
-    dat: DnvmRegion,
-    rev: u32,
-}
-
-fn core(n: u32) -> Result<Core, String> {
-    let dn = open("/dev/directnvm").map_err(s)?;
-    let l = dn_layout(&dn)?;
-    let find = |kind| l.regions[..l.count as usize].iter().copied().find(|r| r.core == n && r.kind == kind);
-    let (st, stat, dat) = (find(DNVM_REGION_STAGING).ok_or("staging")?, find(DNVM_REGION_STATUS).ok_or("status")?,
-        find(DNVM_REGION_DATA).ok_or("data")?);
-    claim(&dn, n, false).map_err(|e| format!("claim {n}: {e}"))?;
-    let hdu = open(&format!("/dev/hdu{n}")).map_err(|e| format!("/dev/hdu{n}: {e}"))?;
-    let rev = hdu_info(&hdu)?.revision;
-    let regs = Map::shared(&hdu, 4096, 0).map_err(s)?;
-    let staging = Map::shared(&dn, st.size as usize, st.offset).map_err(s)?;
-    let status = Map::shared(&dn, stat.size as usize, stat.offset).map_err(s)?;
-    let data = Map::shared(&dn, dat.size as usize, dat.offset).map_err(s)?;
-    Ok(Core { _dn: dn, _hdu: hdu, regs, staging, status, data, st, stat, dat, rev })
-}
-
-fn pattern(lba: u64, i: usize, gen: u8) -> u8 {
-    (lba as u8).wrapping_mul(29) ^ (i as u8).wrapping_mul(13) ^ ((i >> 8) as u8) ^ gen.wrapping_mul(101)
-}
-
-impl Core {
-    fn entries(&mut self, op: u16, n: usize, lba0: u64) {
-        for i in 0..n {
-            let e = DnvmEntry { op, urgency: DNVM_URGENCY_HIGH, block_size: BS as u32,
-                data_addr: self.dat.phys + (i * BS) as u64, lba: lba0 + (i * BS / 512) as u64 };
-            let b = &mut self.staging.bytes()[i * DNVM_ENTRY_SIZE..(i + 1) * DNVM_ENTRY_SIZE];
-            b[0..2].copy_from_slice(&e.op.to_le_bytes());
-            b[2..4].copy_from_slice(&e.urgency.to_le_bytes());
-            b[4..8].copy_from_slice(&e.block_size.to_le_bytes());
-            b[8..16].copy_from_slice(&e.data_addr.to_le_bytes());
-            b[16..24].copy_from_slice(&e.lba.to_le_bytes());
-        }
-    }
-
-    fn run(&mut self, n: usize) -> Case {
-        if self.rev >= HDU_REV2 {
-            self.status.bytes()[..n * 4].fill(0);
-            self.regs.wr64(HDU_REG_STATUSBUF, self.stat.phys);
-        }
-        self.regs.wr64(HDU_REG_REQBUF, self.st.phys);
-        self.regs.wr64(HDU_REG_NREQS, n as u64);
-        sys::barrier();
-        self.regs.wr64(HDU_REG_START, HDU_START_GO);
-        let t0 = Instant::now();
-        while self.regs.rd64(HDU_REG_START) != 0 || self.regs.rd64(HDU_REG_DONE) & HDU_DONE_BIT == 0 {
-            if t0.elapsed() > Duration::from_secs(20) {
-                return Err(format!("batch of {n} not DONE within 20 s"));
-            }
-            std::thread::sleep(Duration::from_micros(20));
-        }
-        if self.rev >= HDU_REV2 {
-            for i in 0..n {
-                let b = &self.status.bytes()[i * 4..i * 4 + 4];
-                let w = u32::from_le_bytes(b.try_into().unwrap());
-                check(w == DNVM_STATUS_DONE, format!("entry {i}: status word {w:#x}, want done/success"))?;
-            }
-        }
-        Ok(())
-    }
-
-    /// Write `n` blocks of generation `gen` from LBA `lba0` (data buffers 0..n).
-    fn write(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
-        for i in 0..n {
-            let lba = lba0 + (i * BS / 512) as u64;
-            for (j, b) in self.data.bytes()[i * BS..(i + 1) * BS].iter_mut().enumerate() {
-                *b = pattern(lba, j, gen);
-            }
-        }
-        self.entries(DNVM_OP_WRITE, n, lba0);
-        self.run(n)
-    }
-
-    /// Read `n` blocks from LBA `lba0` into zeroed buffers and compare with generation `gen`.
-    fn verify(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
-        self.data.bytes()[..n * BS].fill(0);
-        self.entries(DNVM_OP_READ, n, lba0);
-        self.run(n)?;
-        let mut bad = 0usize;
-        for i in 0..n {
-            let lba = lba0 + (i * BS / 512) as u64;
-            bad += self.data.bytes()[i * BS..(i + 1) * BS].iter().enumerate().filter(|(j, b)| **b != pattern(lba, *j, gen)).count();
-        }
-        eq(bad, 0, &format!("mismatched bytes reading LBA {lba0:#x}+{n} blocks (generation {gen})"))
-    }
-}
+use crate::rawio::setup as core;
 
 // ------------------------------------------------------------------------------------------
 

@@ -10,21 +10,22 @@ use std::time::{Duration, Instant};
 
 const BS: usize = 4096;
 
-/// One claimed core with all its mappings.
-struct Core {
-    _dn: OwnedFd,
-    _hdu: OwnedFd,
-    regs: Map,
-    staging: Map,
-    status: Map,
-    data: Map,
-    st: DnvmRegion,
-    stat: DnvmRegion,
-    dat: DnvmRegion,
-    rev: u32,
+/// One claimed core with all its mappings (also used by the kernel-driver group, kdrv.rs).
+pub(crate) struct Core {
+    pub(crate) _dn: OwnedFd,
+    pub(crate) _hdu: OwnedFd,
+    pub(crate) regs: Map,
+    pub(crate) staging: Map,
+    pub(crate) status: Map,
+    pub(crate) data: Map,
+    pub(crate) st: DnvmRegion,
+    pub(crate) stat: DnvmRegion,
+    pub(crate) dat: DnvmRegion,
+    pub(crate) rev: u32,
 }
 
-fn setup(core: u32) -> Result<Core, String> {
+/// Claim `core`, open its HDU and map its registers and regions.
+pub(crate) fn setup(core: u32) -> Result<Core, String> {
     let dn = open("/dev/directnvm").map_err(|e| e.to_string())?;
     // SAFETY: plain-integer struct, all-zero valid.
     let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
@@ -65,7 +66,7 @@ impl Core {
     }
 
     /// Start `n` entries and wait for DONE (the protocol of docs/hardware.md).
-    fn run(&mut self, n: usize) -> Case {
+    pub(crate) fn run(&mut self, n: usize) -> Case {
         if self.rev >= HDU_REV2 {
             self.status.bytes()[..n * 4].fill(0);
             self.regs.wr64(HDU_REG_STATUSBUF, self.stat.phys);
@@ -85,43 +86,52 @@ impl Core {
         Ok(())
     }
 
-    /// Write `n` 4 KiB blocks from LBA `lba0`, read them back into zeroed buffers, compare.
-    fn write_read_verify(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
-        check(n * BS <= self.dat.size as usize && n * DNVM_ENTRY_SIZE <= self.st.size as usize, "batch too big")?;
+    /// Stage `n` entries of `op` for blocks `lba0`.. into data buffers 0..n.
+    pub(crate) fn entries(&mut self, op: u16, n: usize, lba0: u64) {
         let phys = self.dat.phys;
+        for i in 0..n {
+            let e = DnvmEntry { op, urgency: DNVM_URGENCY_HIGH, block_size: BS as u32,
+                data_addr: phys + (i * BS) as u64, lba: lba0 + (i * BS / 512) as u64 };
+            self.entry(i, e);
+        }
+    }
+
+    /// Write `n` 4 KiB blocks of generation `gen` from LBA `lba0`.
+    pub(crate) fn write(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
+        check(n * BS <= self.dat.size as usize && n * DNVM_ENTRY_SIZE <= self.st.size as usize, "batch too big")?;
         for i in 0..n {
             let lba = lba0 + (i * BS / 512) as u64;
             for (j, b) in self.data.bytes()[i * BS..(i + 1) * BS].iter_mut().enumerate() {
                 *b = pattern(lba, j, gen);
             }
-            let e = DnvmEntry { op: DNVM_OP_WRITE, urgency: DNVM_URGENCY_HIGH, block_size: BS as u32,
-                data_addr: phys + (i * BS) as u64, lba };
-            self.entry(i, e);
         }
+        self.entries(DNVM_OP_WRITE, n, lba0);
         self.run(n)?;
-        self.check_status(n)?;
+        self.check_status(n)
+    }
+
+    /// Read `n` blocks from LBA `lba0` into zeroed buffers and compare with generation `gen`.
+    pub(crate) fn verify(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
+        check(n * BS <= self.dat.size as usize && n * DNVM_ENTRY_SIZE <= self.st.size as usize, "batch too big")?;
         self.data.bytes()[..n * BS].fill(0);
-        for i in 0..n {
-            let lba = lba0 + (i * BS / 512) as u64;
-            let e = DnvmEntry { op: DNVM_OP_READ, urgency: DNVM_URGENCY_HIGH, block_size: BS as u32,
-                data_addr: phys + (i * BS) as u64, lba };
-            self.entry(i, e);
-        }
+        self.entries(DNVM_OP_READ, n, lba0);
         self.run(n)?;
         self.check_status(n)?;
         let mut bad = 0usize;
         for i in 0..n {
             let lba = lba0 + (i * BS / 512) as u64;
-            for (j, b) in self.data.bytes()[i * BS..(i + 1) * BS].iter().enumerate() {
-                if *b != pattern(lba, j, gen) {
-                    bad += 1;
-                }
-            }
+            bad += self.data.bytes()[i * BS..(i + 1) * BS].iter().enumerate().filter(|(j, b)| **b != pattern(lba, *j, gen)).count();
         }
-        eq(bad, 0, "mismatched bytes")
+        eq(bad, 0, &format!("mismatched bytes reading LBA {lba0:#x}+{n} blocks (generation {gen})"))
     }
 
-    fn check_status(&mut self, n: usize) -> Case {
+    /// Write `n` 4 KiB blocks from LBA `lba0`, read them back into zeroed buffers, compare.
+    fn write_read_verify(&mut self, n: usize, lba0: u64, gen: u8) -> Case {
+        self.write(n, lba0, gen)?;
+        self.verify(n, lba0, gen)
+    }
+
+    pub(crate) fn check_status(&mut self, n: usize) -> Case {
         if self.rev < HDU_REV2 {
             return Ok(()); // rev 1 has no per-request status
         }
