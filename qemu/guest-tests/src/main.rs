@@ -32,6 +32,18 @@ mod sys;
 mod tap;
 mod wrr;
 
+/// The reliability groups in their suite forms.
+fn reliability(t: &mut tap::Tap) {
+    soak::run_short(t);
+    faults::run(t);
+    stress::run(t, 1);
+    lifecycle::run_unbind(t);
+    fuzz::run(t, 3000);
+    known_bugs::run_fixed(t);
+    // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
+    lifecycle::run_reload(t);
+}
+
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
     let t0 = std::time::Instant::now();
@@ -42,24 +54,10 @@ fn main() {
             rawio::run(&mut t);
             kdrv::run(&mut t);
             library::run(&mut t);
-            soak::run_short(&mut t);
-            faults::run(&mut t);
-            stress::run(&mut t, 1);
-            lifecycle::run_unbind(&mut t);
-            fuzz::run(&mut t, 3000);
-            known_bugs::run_fixed(&mut t);
-            // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
-            lifecycle::run_reload(&mut t);
+            reliability(&mut t);
         }
         // The reliability groups alone, in their suite forms (quicker to iterate on).
-        "reliability" => {
-            soak::run_short(&mut t);
-            faults::run(&mut t);
-            stress::run(&mut t, 1);
-            lifecycle::run_unbind(&mut t);
-            fuzz::run(&mut t, 3000);
-            lifecycle::run_reload(&mut t);
-        }
+        "reliability" => reliability(&mut t),
         // Reproducers of the module bugs these groups found (fail or hang until fixed).
         "knownbugs" => known_bugs::run(&mut t),
         "soak" => {
