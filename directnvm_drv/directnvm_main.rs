@@ -114,7 +114,7 @@ fn nvme_errno(e: nvme::NvmeError) -> Error {
         nvme::NvmeError::NoController => ENODEV,
         nvme::NvmeError::Bus => ENXIO,
         nvme::NvmeError::Timeout(_) => ETIMEDOUT,
-        nvme::NvmeError::Fatal | nvme::NvmeError::BadCompletion | nvme::NvmeError::Status { .. } => EIO,
+        nvme::NvmeError::Fatal | nvme::NvmeError::Lost | nvme::NvmeError::BadCompletion | nvme::NvmeError::Status { .. } => EIO,
         nvme::NvmeError::BadLbaFormat | nvme::NvmeError::TooFewQueues(_) | nvme::NvmeError::BadConfig(_) => EINVAL,
     }
 }

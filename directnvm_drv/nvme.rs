@@ -33,6 +33,9 @@ pub enum NvmeError {
     Timeout(&'static str),
     /// CSTS.CFS: the controller reported a fatal status.
     Fatal,
+    /// CSTS.RDY = 0 on a controller the driver had enabled: it was reset or power-cycled
+    /// behind the driver (queues and commands in flight are gone).
+    Lost,
     /// An admin command completed with a non-zero status (SC | SCT << 8 | ...).
     Status {
         /// Opcode of the failed command.
@@ -286,7 +289,16 @@ impl Controller {
     }
 
     /// Delete the I/O queues and shut the controller down (CC.SHN normal, bounded wait).
+    ///
+    /// A controller that is no longer enabled (`Lost`) or failed (`Fatal`) cannot run admin
+    /// commands: it is only disabled, without waiting for each command's timeout.
     pub fn shutdown<H: NvmeHost>(&mut self, h: &H) -> Result<(), NvmeError> {
+        let csts = h.rd32(reg::CSTS)?;
+        if csts & CSTS_RDY == 0 || csts & CSTS_CFS != 0 {
+            self.io_queues = 0;
+            h.wr32(reg::CC, 0)?;
+            return Err(if csts & CSTS_CFS != 0 { NvmeError::Fatal } else { NvmeError::Lost });
+        }
         let mut first_err = None;
         for q in (1..=self.io_queues as u16).rev() {
             for op in [opc::DELETE_SQ, opc::DELETE_CQ] {

@@ -14,6 +14,7 @@
 //! | `fault window <hdu> <count>` | next entries fail the DMA window check (rev 2) |
 //! | `faults clear` | remove all faults |
 //! | `quiesce` / `resume` | stop / restart servicing HDUs and the controller |
+//! | `restart` | power-cycle the device: registers, queues, faults and counters back to power-on, commands in flight lost, namespace data kept |
 //! | `shutdown` | flush the disk image and exit |
 //!
 //! Numbers are decimal or `0x` hexadecimal.
@@ -61,6 +62,8 @@ pub enum ControlOp {
     Quiesce,
     /// Resume servicing.
     Resume,
+    /// Power-cycle the device (see `Device::restart`).
+    Restart,
     /// Exit the model.
     Shutdown,
 }
@@ -85,6 +88,7 @@ pub fn parse_line(line: &str) -> Result<ControlOp, String> {
         ["faults", "clear"] => Ok(ControlOp::ClearFaults),
         ["quiesce"] => Ok(ControlOp::Quiesce),
         ["resume"] => Ok(ControlOp::Resume),
+        ["restart"] => Ok(ControlOp::Restart),
         ["shutdown"] => Ok(ControlOp::Shutdown),
         ["fault", "io", ..] => {
             let opcode = match w.get(5) {

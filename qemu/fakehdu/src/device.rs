@@ -100,6 +100,10 @@ pub struct Device {
     /// Injected faults.
     pub faults: Faults,
     mailbox: Mailbox,
+    /// What the device was built from (a restart builds it again).
+    cfg: Config,
+    /// Restarts since the process started (survives restarts).
+    pub restarts: u64,
     /// Servicing stopped (mailbox still live).
     pub quiesced: bool,
     /// A shutdown was requested (socket `shutdown`).
@@ -143,10 +147,39 @@ impl Device {
                 return Err(format!("{what} {addr:#x}+{len:#x} is outside guest RAM"));
             }
         }
+        // Device-owned ranges must not overlap (a restart clears them; the mailbox must survive).
+        let mut ranges = vec![
+            ("NVMe BAR", board.nvme_bar, board.nvme_bar_size),
+            ("queue window", board.queue_window, board.queue_window_size),
+            ("mailbox", board.mailbox, DNVM_PAGE_SIZE),
+        ];
+        for h in &board.hdus {
+            ranges.push(("HDU page", h.user, DNVM_PAGE_SIZE));
+            ranges.extend(h.privileged.map(|p| ("HDU privileged page", p, DNVM_PAGE_SIZE)));
+        }
+        for (i, (wa, a, al)) in ranges.iter().enumerate() {
+            for (wb, b, bl) in &ranges[i + 1..] {
+                if a < &(b + bl) && b < &(a + al) {
+                    return Err(format!("{wa} {a:#x}+{al:#x} overlaps {wb} {b:#x}+{bl:#x}"));
+                }
+            }
+        }
         let disk = match &cfg.disk {
             DiskSource::Temp => Disk::temp(cfg.disk_size)?,
             DiskSource::File(p) => Disk::open(p, cfg.disk_size)?,
         };
+        let mailbox = Mailbox::new(&mem, board.mailbox);
+        let mut dev = Self::assemble(cfg, mem, disk, mailbox)?;
+        dev.step();
+        Ok(dev)
+    }
+
+    /// Build the HDUs, engines and controller on `mem` and `disk` (shared by `with_memory` and
+    /// `restart`; the configuration was checked by `with_memory`).
+    fn assemble(cfg: Config, mem: GuestMem, disk: Disk, mailbox: Mailbox) -> Result<Self, String> {
+        let board = cfg.board.clone();
+        let engines = cfg.engines.unwrap_or(board.engines_per_hdu);
+        let depth = board.io_queue_depth;
         let clock = Clock::new(cfg.timing);
         let nvme = Controller::new(cfg.nvme.clone(), board.nvme_bar, disk, clock.timed());
         let mut hdus = Vec::new();
@@ -174,11 +207,31 @@ impl Device {
             };
             hdus.push(Hdu::new(i, cfg.revision, h.user, if cfg.revision >= HDU_REV2 { h.privileged } else { None }, caps, es));
         }
-        let mailbox = Mailbox::new(&mem, board.mailbox);
         let faults = Faults::new(hdus.len());
-        let mut dev = Self { mem, board, clock, hdus, nvme, faults, mailbox, quiesced: false, shutdown_requested: false };
-        dev.step();
-        Ok(dev)
+        Ok(Self { mem, board, clock, hdus, nvme, faults, mailbox, cfg, restarts: 0, quiesced: false, shutdown_requested: false })
+    }
+
+    /// Power-cycle the device (FPGA reconfigured, SSD power cycled): every register page, the
+    /// NVMe BAR and the engine queue memory back to their power-on contents (zero, then the
+    /// device-owned registers), HDUs, engines, controller, faults and counters rebuilt from the
+    /// configuration; commands in flight are lost. The namespace data and the mailbox (so the
+    /// request that asked for the restart is still answered) carry over.
+    pub fn restart(&mut self) -> Result<(), String> {
+        let disk = self.nvme.disk.try_clone()?;
+        let b = &self.board;
+        let mut pages: Vec<(u64, u64)> = vec![(b.nvme_bar, b.nvme_bar_size), (b.queue_window, b.queue_window_size)];
+        for h in &b.hdus {
+            pages.push((h.user, DNVM_PAGE_SIZE));
+            pages.extend(h.privileged.map(|p| (p, DNVM_PAGE_SIZE)));
+        }
+        for (addr, len) in pages {
+            self.mem.fill(addr, len, 0).map_err(|e| format!("restart: clearing {addr:#x}+{len:#x}: {e:?}"))?;
+        }
+        let mailbox = self.mailbox.clone();
+        let restarts = self.restarts + 1;
+        *self = Self::assemble(self.cfg.clone(), self.mem.clone(), disk, mailbox)?;
+        self.restarts = restarts;
+        Ok(())
     }
 
     /// One polling pass over the mailbox, every HDU and the controller.
@@ -254,6 +307,7 @@ impl Device {
             }
             ControlOp::Quiesce => self.quiesced = true,
             ControlOp::Resume => self.quiesced = false,
+            ControlOp::Restart => self.restart()?,
             ControlOp::Shutdown => self.shutdown_requested = true,
         }
         Ok(String::new())

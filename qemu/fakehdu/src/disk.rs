@@ -42,6 +42,11 @@ impl Disk {
         Ok(disk)
     }
 
+    /// A second handle on the same image (a device restart keeps the namespace data).
+    pub fn try_clone(&self) -> Result<Self, String> {
+        Ok(Self { file: self.file.try_clone().map_err(|e| format!("disk: {e}"))?, size: self.size })
+    }
+
     /// Capacity in bytes.
     pub fn size(&self) -> u64 {
         self.size

@@ -20,6 +20,7 @@ pub enum Request {
 }
 
 /// The mailbox page.
+#[derive(Clone, Debug)]
 pub struct Mailbox {
     base: u64,
     ack: u32,
@@ -79,6 +80,7 @@ fn decode(cmd: u32, a: &[u64; TESTDEV_NARGS]) -> Request {
         TESTDEV_CMD_CLEAR_FAULTS => Request::Op(ControlOp::ClearFaults),
         TESTDEV_CMD_QUIESCE => Request::Op(ControlOp::Quiesce),
         TESTDEV_CMD_RESUME => Request::Op(ControlOp::Resume),
+        TESTDEV_CMD_RESTART => Request::Op(ControlOp::Restart),
         TESTDEV_CMD_GET_STATS => Request::Stats(a[0] as usize),
         TESTDEV_CMD_SET_FAULT => match a[0] {
             TESTDEV_FAULT_IO_ERROR => Request::Op(ControlOp::IoError(IoFault {

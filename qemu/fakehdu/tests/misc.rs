@@ -241,3 +241,69 @@ fn garbage_from_the_guest_never_panics() {
         let _ = dev.stats();
     }
 }
+
+#[test]
+fn restart_is_a_power_cycle_that_keeps_the_data() {
+    for rev in [1, 2] {
+        let mut dev = device(rev, TimingMode::None);
+        bring_up(&mut dev);
+        if rev == 2 {
+            open_window(&dev);
+        }
+        let st = (rev == 2).then_some(STATUS);
+        let data = pattern(7, 4 * 4096);
+        dev.mem.write(DATA, &data).unwrap();
+        let es: Vec<_> = (0..4u64).map(|i| entry(DNVM_OP_WRITE, DATA + 4096 * i, 64 + 8 * i)).collect();
+        run_batch(&mut dev, 0, &es, st);
+        // A batch left in flight (the model is quiesced, so nothing of it runs) and a fault armed.
+        assert_eq!(mailbox(&mut dev, TESTDEV_CMD_QUIESCE, &[]).0, TESTDEV_STATUS_OK);
+        assert_eq!(mailbox(&mut dev, TESTDEV_CMD_SET_FAULT, &[TESTDEV_FAULT_STUCK, 1, 1]).0, TESTDEV_STATUS_OK);
+        start_batch(&dev.mem, &dev.board, 0, STAGING, 4, st).unwrap();
+
+        let (status, _) = mailbox(&mut dev, TESTDEV_CMD_RESTART, &[]);
+        assert_eq!(status, TESTDEV_STATUS_OK, "rev {rev}: restart answered");
+        assert_eq!(dev.restarts, 1);
+        assert!(!dev.quiesced && !dev.faults.is_stuck(1), "rev {rev}: restart clears quiesce and faults");
+        dev.run_until_idle(1000);
+        let mb = |off: usize| dev.mem.load32(TESTDEV_MAILBOX_PHYS + off as u64).unwrap();
+        assert_eq!(mb(TESTDEV_REG_MAGIC), TESTDEV_MAGIC, "rev {rev}: the mailbox survives the restart");
+        assert_eq!(mb(TESTDEV_REG_ACK_SEQ), mb(TESTDEV_REG_REQ_SEQ), "rev {rev}: no request pending after the restart");
+        let bar = dev.board.nvme_bar;
+        assert_eq!(dev.mem.load32(bar + nvme::reg::CC as u64).unwrap(), 0, "rev {rev}: CC back to 0");
+        assert_eq!(dev.mem.load32(bar + nvme::reg::CSTS as u64).unwrap() & 1, 0, "rev {rev}: CSTS.RDY 0 after restart");
+        assert_ne!(dev.mem.load64(bar).unwrap(), 0, "rev {rev}: CAP is there again");
+        assert_eq!(dev.mem.load64(dev.board.hdus[0].user + HDU_REG_START as u64).unwrap(), 0);
+        assert_eq!(dev.mem.load64(dev.board.hdus[0].user + HDU_REG_DONE as u64).unwrap(), 0, "rev {rev}: DONE at power-on");
+        if rev == 2 {
+            let p = dev.board.hdus[0].privileged.unwrap();
+            assert_eq!(dev.mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap(), 0, "DMA window cleared");
+            assert_eq!(dev.mem.load64(dev.board.hdus[0].user + HDU_REG_ID as u64).unwrap(), hdu_id(2));
+        }
+        let (_, s) = mailbox(&mut dev, TESTDEV_CMD_GET_STATS, &[0]);
+        assert_eq!(s[TESTDEV_STAT_STARTS], 0, "rev {rev}: counters start again");
+
+        // Software brings the device up again; the data written before the restart is there.
+        bring_up(&mut dev);
+        if rev == 2 {
+            open_window(&dev);
+        }
+        dev.mem.fill(DATA2, 4 * 4096, 0).unwrap();
+        let es: Vec<_> = (0..4u64).map(|i| entry(DNVM_OP_READ, DATA2 + 4096 * i, 64 + 8 * i)).collect();
+        run_batch(&mut dev, 0, &es, st);
+        assert!(read_vec(&dev.mem, DATA2, 4 * 4096) == data, "rev {rev}: data survives the restart");
+    }
+}
+
+#[test]
+fn restart_over_the_control_socket() {
+    let dev = Arc::new(FakeHdu::start(Config::in_process(1)).unwrap());
+    let sock = tmp("restart.sock");
+    let _srv = ControlSocket::serve(&sock, dev.clone()).unwrap();
+    let mut s = UnixStream::connect(&sock).unwrap();
+    let mut r = BufReader::new(s.try_clone().unwrap());
+    let mut line = String::new();
+    writeln!(s, "restart").unwrap();
+    r.read_line(&mut line).unwrap();
+    assert_eq!(line.trim(), "ok");
+    assert_eq!(dev.device().restarts, 1);
+}

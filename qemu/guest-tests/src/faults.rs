@@ -5,9 +5,9 @@
 //! (the pattern check catches the bad data, the model's counters show the fault fired).
 //!
 //! Classes: NVMe error status on an LBA (read and write), stuck engine (timeout, reset on
-//! rev 2, reuse), dropped START, device outage (the model stops servicing, then resumes: the
-//! closest a guest can get to a fake-device restart; the process itself belongs to run.sh),
-//! DMA window fault (rev 2).
+//! rev 2, reuse), dropped START, device outage (the model stops servicing, then resumes),
+//! device restart (the model power-cycles itself: registers, queues and commands in flight
+//! lost, data kept; software brings it up again), DMA window fault (rev 2).
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
@@ -357,6 +357,78 @@ fn outage(mb: &Mailbox) -> Case {
     Ok(())
 }
 
+/// The fake device restarts (FPGA reconfigured and SSD power-cycled) with a write in flight:
+/// that write and the next I/O fail within the handle's bound, the data written before the
+/// restart survives, and the documented recovery brings the whole stack back: rev 2
+/// `Device::controller_init` (CONTROLLER_INIT + queue reset of every HDU); rev 1 refuses that
+/// (`Revision`, its engines cannot be reset) and is recovered by reloading the modules, which
+/// is also what a board does after reprogramming the PL.
+fn restart(mb: &Mailbox) -> Case {
+    let timeout = Duration::from_millis(300);
+    let bound = timeout * 2 + Duration::from_secs(1);
+    let core = 2;
+    let d = dev()?;
+    let mut h = handle(&d, core, timeout)?;
+    let rev = h.revision();
+    let a = area(&h, core) + 0x800; // written before the restart, must survive it
+    let b = a + 4 * BLOCK_LBAS; // target of the write lost in the restart
+    let mut buf = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
+    write_read(&mut h, &mut buf, a, 1)?;
+    write_read(&mut h, &mut buf, b, 1)?;
+
+    // The write is in flight (started, not yet serviced) when the device restarts.
+    mb.cmd(TESTDEV_CMD_QUIESCE, &[])?;
+    soak::fill(buf.as_mut_slice(), b, &[2; 4]);
+    h.submit(Request::write(&buf, b).tag(0)).map_err(|e| format!("submit: {e}"))?;
+    h.kick();
+    mb.cmd(TESTDEV_CMD_RESTART, &[])?;
+    summary::add(&FAULTS_INJECTED, 1);
+    let t0 = Instant::now();
+    let res = collect(&mut h, 1, bound)?;
+    eq(res[0], Some(Err(Error::Timeout)), "write in flight across the device restart")?;
+    let took = t0.elapsed();
+    check(took < bound, format!("in-flight write failed after {took:?} (bound {bound:?})"))?;
+    check(h.is_wedged(), "handle not wedged after the lost batch")?;
+    eq(h.write(&buf, b), Err(Error::NotReady), "I/O on the wedged handle after the restart")?;
+    if rev >= HDU_REV2 {
+        // An engine reset clears the wedge, but the controller has no queues any more: I/O
+        // still fails within the bound until the controller is brought up again.
+        reset_and_settle(&mut h, core)?;
+        let t0 = Instant::now();
+        eq(h.write(&buf, b), Err(Error::Timeout), "write after the restart before re-init (rev 2)")?;
+        check(t0.elapsed() < bound, format!("write took {:?} (bound {bound:?})", t0.elapsed()))?;
+    }
+    println!("# device restart: in-flight write -> Timeout after {:.0} ms", took.as_secs_f64() * 1e3);
+    drop(buf);
+    drop(h);
+
+    let d = if rev >= HDU_REV2 {
+        d.controller_init().map_err(|e| format!("controller_init after the restart: {e}"))?;
+        d
+    } else {
+        eq(d.controller_init(), Err(Error::Revision), "controller_init on rev 1 once the queues were used")?;
+        drop(d);
+        check(crate::lifecycle::rmmod("hdu") && crate::lifecycle::rmmod("directnvm"), "rmmod after the restart")?;
+        crate::lifecycle::insmod_both()?;
+        dev()?
+    };
+    check(d.info().flags & DNVM_INFO_READY != 0, "controller ready after the recovery")?;
+    for c in 0..d.info().cores {
+        let mut h = handle(&d, c, Duration::from_secs(5))?;
+        let mut buf = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
+        if c == core {
+            read_check(&mut h, &mut buf, a, 1).map_err(|e| format!("data written before the restart: {e}"))?;
+            read_check(&mut h, &mut buf, b, 1).map_err(|e| format!("target of the lost write: {e}"))?;
+            write_read(&mut h, &mut buf, b, 3).map_err(|e| format!("I/O after the recovery: {e}"))?;
+        } else {
+            let lba = area(&h, c) + 0x800;
+            write_read(&mut h, &mut buf, lba, 4).map_err(|e| format!("core {c} after the recovery: {e}"))?;
+        }
+    }
+    summary::add(&FAULTS_SURVIVED, 1);
+    Ok(())
+}
+
 /// Rev 2: one entry fails the DMA window check, the others of the batch are unaffected.
 fn window(mb: &Mailbox) -> Case {
     let d = dev()?;
@@ -415,6 +487,11 @@ pub fn run(t: &mut Tap) {
     });
     t.case("faults: device outage (model quiesced) -> bounded Timeout, resume, reuse", || {
         let r = outage(&mb);
+        let _ = mb.cmd(TESTDEV_CMD_RESUME, &[]);
+        mb.clear().and(r)
+    });
+    t.case("faults: device restart (power cycle) -> bounded Timeout, data kept, controller_init (rev 2) / module reload (rev 1), reuse on every core", || {
+        let r = restart(&mb);
         let _ = mb.cmd(TESTDEV_CMD_RESUME, &[]);
         mb.clear().and(r)
     });

@@ -31,11 +31,11 @@ fn wait_nodes(present: bool) -> Case {
     Ok(())
 }
 
-fn rmmod(m: &str) -> bool {
+pub fn rmmod(m: &str) -> bool {
     sh(&format!("rmmod {m} 2>&1")).0
 }
 
-fn insmod_both() -> Case {
+pub fn insmod_both() -> Case {
     let (ok, out) = sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
     check(ok, format!("insmod: {out}"))?;
     wait_nodes(true)

@@ -270,7 +270,7 @@ pub const DNVM_QWIN_CQ_OFFSET: u64 = 0x1_0000;
 // ----------------------------------------------------------------------------------------------
 
 /// Guest-physical address of the mailbox page (PL window, outside the carve-out).
-pub const TESTDEV_MAILBOX_PHYS: u64 = 0x7f30_0000;
+pub const TESTDEV_MAILBOX_PHYS: u64 = 0x7f40_0000;
 /// Offset of the u32 magic the model writes when it is up (`TESTDEV_MAGIC`).
 pub const TESTDEV_REG_MAGIC: usize = 0x00;
 /// Offset of the u32 mailbox layout version (`TESTDEV_VERSION`).
@@ -308,6 +308,11 @@ pub const TESTDEV_CMD_GET_STATS: u32 = 4;
 pub const TESTDEV_CMD_QUIESCE: u32 = 5;
 /// Command: resume after `TESTDEV_CMD_QUIESCE`.
 pub const TESTDEV_CMD_RESUME: u32 = 6;
+/// Command: restart the whole device as after a power cycle (FPGA reconfigured, SSD power
+/// cycled): every HDU, engine and controller register back to its power-on value, queues and
+/// commands in flight lost, injected faults and counters cleared; the namespace data that
+/// completed writes stored survives. Software must bring the controller up again.
+pub const TESTDEV_CMD_RESTART: u32 = 7;
 
 /// Status: the command succeeded.
 pub const TESTDEV_STATUS_OK: u32 = 0;
