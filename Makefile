@@ -93,9 +93,13 @@ bench: deps
 	./target/release/nvmedl-cpubench
 
 # nvmedl-bench figures in the guest (rand read QD1/QD32, seq read/write), rev 1 and rev 2.
+# BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-tests/src/library.rs),
+# BENCH_REVS=2 picks the revisions.
+BENCH_REVS ?= 1 2
 bench-guest: initramfs
-	@bash qemu/run.sh --mode libbench --revision 1
-	@bash qemu/run.sh --mode libbench --revision 2
+	@for r in $(BENCH_REVS); do \
+	  bash qemu/run.sh --mode libbench --revision $$r $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) || exit 1; \
+	done
 
 clean:
 	-$(MAKE) -C "$$(bash scripts/kernel.sh 2>/dev/null || echo /nonexistent)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) clean 2>/dev/null

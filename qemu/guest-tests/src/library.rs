@@ -189,9 +189,14 @@ const FIGURE_RUNS: [&str; 7] = [
 ];
 
 /// Informational figures, `seconds` per run (the case passes when every run completes
-/// without error).
+/// without error). `DNVM_BENCH_RUNS` replaces the standard runs: runs separated by `:`, the
+/// words of one run by `+` (it travels on the kernel command line), e.g.
+/// `--rw+seq-read+--bs+128k+--iodepth+128:--rw+rand-read+--iodepth+1`.
 fn figures(seconds: u32) -> Case {
-    for args in FIGURE_RUNS {
+    let custom: Option<Vec<String>> =
+        std::env::var("DNVM_BENCH_RUNS").ok().map(|v| v.split(':').filter(|r| !r.is_empty()).map(|r| r.replace('+', " ")).collect());
+    let runs: Vec<String> = custom.unwrap_or_else(|| FIGURE_RUNS.iter().map(|r| r.to_string()).collect());
+    for args in &runs {
         let out = run_ok(&format!("/bin/nvmedl-bench {args} --runtime {seconds}"))?;
         let total = out.lines().find(|l| l.starts_with("total:")).unwrap_or("");
         let lat = out.lines().find(|l| l.starts_with("latency")).unwrap_or("");

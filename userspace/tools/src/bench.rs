@@ -380,7 +380,8 @@ fn open_device(o: &Opts) -> Result<Device, String> {
 
 fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
     let mut all = Hist::new();
-    let mut ok = true;
+    // A job that could not even start (claim, buffers) has no result: the run failed.
+    let mut ok = results.len() == o.cores.len();
     for r in results {
         all.merge(&r.hist);
         ok &= r.errors == 0 && r.verify_errors == 0;
