@@ -65,6 +65,8 @@ pub struct Config {
     pub max_nreqs: u32,
     /// Rev 2 largest transfer per entry in 4 KiB pages (capped by MDTS and PRP-list space).
     pub max_xfer_pages: u32,
+    /// Rev 2 STARTs held behind the running batch (0 or 1; `HduCaps::start_queue`).
+    pub start_queue: u32,
 }
 
 impl Config {
@@ -81,6 +83,7 @@ impl Config {
             disk_size: 64 << 20,
             max_nreqs: 4096,
             max_xfer_pages: 32,
+            start_queue: 1,
         }
     }
 }
@@ -203,6 +206,7 @@ impl Device {
                     max_nreqs: cfg.max_nreqs.min(0xffff),
                     dispatch_depth: 64,
                     max_xfer_pages: cfg.max_xfer_pages.min(mdts_pages).min(es[0].max_pages()).max(1),
+                    start_queue: cfg.start_queue.min(1),
                 }
             };
             hdus.push(Hdu::new(i, cfg.revision, h.user, if cfg.revision >= HDU_REV2 { h.privileged } else { None }, caps, es));

@@ -4,7 +4,7 @@
 //! fake-hdu --mem-file /dev/shm/dnvm-ram [--ram-base 0x40000000] [--ram-size 1G]
 //!          [--mem-offset 0] [--dtb board.dtb] [--revision 1|2] [--engines 1|2|4]
 //!          [--disk disk.img] [--disk-size 1G] [--socket /tmp/fake-hdu.sock]
-//!          [--timing wallclock|none|virtual] [--max-inflight N]
+//!          [--timing wallclock|none|virtual] [--max-inflight N] [--start-queue 0|1]
 //!          [--ssd read_iops=N,write_iops=N,read_bw=N,write_bw=N,read_latency_ns=N,...]
 //! ```
 //! Exits cleanly (disk flushed, socket removed, threads joined) on SIGTERM/SIGINT or the
@@ -21,7 +21,7 @@ use fakehdu::{Board, Config, DiskSource, FakeHdu, MemorySource, TimingMode};
 
 const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-size SIZE] [--mem-offset OFF]
                 [--dtb FILE] [--revision 1|2] [--engines 1|2|4] [--disk IMG] [--disk-size SIZE]
-                [--socket PATH] [--timing wallclock|none|virtual] [--max-inflight N]
+                [--socket PATH] [--timing wallclock|none|virtual] [--max-inflight N] [--start-queue 0|1]
                 [--ssd KEY=N[,KEY=N..]]   (SSD model: channels read_iops write_iops read_bw
                  write_bw read_latency_ns write_latency_ns flush_latency_ns)
 SIZE accepts K/M/G suffixes; numbers may be 0x-hex.";
@@ -88,6 +88,7 @@ fn run() -> Result<(), String> {
                     t => return Err(format!("unknown timing '{t}'")),
                 }
             }
+            "--start-queue" => cfg.start_queue = num(&val()?)? as u32,
             "--max-inflight" => cfg.nvme.max_inflight = (num(&val()?)? as usize).max(1),
             "--ssd" => ssd_params(&mut cfg.nvme.ssd, &val()?)?,
             "-h" | "--help" => {

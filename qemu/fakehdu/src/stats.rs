@@ -7,6 +7,8 @@ pub struct HduStats {
     pub starts: u64,
     /// STARTs dropped (busy, or injected).
     pub dropped_starts: u64,
+    /// STARTs accepted while a batch ran (rev 2 START queue).
+    pub queued_starts: u64,
     /// Batches that set DONE.
     pub batches: u64,
     /// Entries executed or failed.
@@ -80,8 +82,8 @@ impl Stats {
         );
         for (i, h) in self.hdus.iter().enumerate() {
             s += &format!(
-                " hdu{i}.starts={} hdu{i}.dropped_starts={} hdu{i}.batches={} hdu{i}.entries={} hdu{i}.sq_doorbells={} hdu{i}.cq_doorbells={} hdu{i}.protocol_violations={} hdu{i}.fetch_errors={} hdu{i}.errors={} hdu{i}.window_faults={} hdu{i}.aborted={} hdu{i}.resets={}",
-                h.starts, h.dropped_starts, h.batches, h.entries, h.sq_doorbells, h.cq_doorbells,
+                " hdu{i}.starts={} hdu{i}.dropped_starts={} hdu{i}.queued_starts={} hdu{i}.batches={} hdu{i}.entries={} hdu{i}.sq_doorbells={} hdu{i}.cq_doorbells={} hdu{i}.protocol_violations={} hdu{i}.fetch_errors={} hdu{i}.errors={} hdu{i}.window_faults={} hdu{i}.aborted={} hdu{i}.resets={}",
+                h.starts, h.dropped_starts, h.queued_starts, h.batches, h.entries, h.sq_doorbells, h.cq_doorbells,
                 h.protocol_violations, h.fetch_errors, h.errors, h.window_faults, h.aborted, h.resets
             );
         }

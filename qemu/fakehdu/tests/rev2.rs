@@ -25,7 +25,7 @@ fn id_and_caps_identify_rev2() {
     let u = dev.board.hdus[1].user;
     assert_eq!(hdu_revision(dev.mem.load64(u + HDU_REG_ID as u64).unwrap()), HDU_REV2);
     let caps = HduCaps::from_reg(dev.mem.load64(u + HDU_REG_CAPS as u64).unwrap());
-    assert_eq!(caps, HduCaps { engines: 4, queue_depth_log2: 5, max_nreqs: 4096, dispatch_depth: 64, max_xfer_pages: 32 });
+    assert_eq!(caps, HduCaps { engines: 4, queue_depth_log2: 5, max_nreqs: 4096, dispatch_depth: 64, max_xfer_pages: 32, start_queue: 1 });
 }
 
 #[test]
@@ -196,4 +196,85 @@ fn queue_reset_after_recreating_the_io_queues() {
     dev.mem.store64(p + HDU_PRIV_CTRL as u64, HDU_CTRL_RESET | HDU_CTRL_QRESET).unwrap();
     dev.run_until_idle(1000);
     write_read_verify(&mut dev, 0, 80, 10, 4);
+}
+
+/// Stage `n` writes of 4 KiB at `reqbuf` and START them on HDU 0 (status words at `status`).
+fn start_writes(dev: &mut Device, reqbuf: u64, status: u64, lba0: u64, n: u64) {
+    let es: Vec<_> = (0..n).map(|i| entry(DNVM_OP_WRITE, DATA + 4096 * i, lba0 + 8 * i)).collect();
+    write_entries(&dev.mem, reqbuf, &es).unwrap();
+    dev.mem.fill(status, 4 * n, 0).unwrap();
+    start_batch(&dev.mem, &dev.board, 0, reqbuf, n as u32, Some(status)).unwrap();
+    // Let the model take the pulse (it clears START), as software waits for START == 0.
+    for _ in 0..100 {
+        if fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) == 0 {
+            return;
+        }
+        dev.step();
+    }
+    panic!("START not taken");
+}
+
+#[test]
+fn start_queue_holds_one_batch_behind_the_running_one() {
+    let mut dev = device_with(2, TimingMode::Virtual, |c| c.engines = Some(1));
+    bring_up(&mut dev);
+    open_window(&dev);
+    dev.mem.write(DATA, &pattern(5, 16 * 4096)).unwrap();
+    const STAGING2: u64 = STAGING + 0x4000;
+    const STATUS2: u64 = STATUS + 0x1000;
+    const STAGING3: u64 = STAGING + 0x8000;
+    start_writes(&mut dev, STAGING, STATUS, 0, 16);
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0), HDU_BUSY_BIT, "first batch runs");
+    start_writes(&mut dev, STAGING2, STATUS2, 1024, 16);
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0), HDU_BUSY_BIT | HDU_QUEUED_BIT, "second batch queued");
+    // A third START while one is queued is lost, as documented.
+    start_writes(&mut dev, STAGING3, STATUS + 0x2000, 2048, 4);
+    dev.run_until_idle(100_000);
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0), HDU_DONE_BIT, "DONE once both batches ended");
+    let words = |at: u64, n: u64| (0..n).map(|i| dev.mem.load32(at + 4 * i).unwrap()).collect::<Vec<_>>();
+    assert!(words(STATUS, 16).iter().all(|&w| w == DNVM_STATUS_DONE), "first batch's status words");
+    assert!(words(STATUS2, 16).iter().all(|&w| w == DNVM_STATUS_DONE), "queued batch's status words");
+    assert!(words(STATUS + 0x2000, 4).iter().all(|&w| w == 0), "the lost START executed nothing");
+    let s = dev.stats().hdus[0].clone();
+    assert_eq!((s.starts, s.queued_starts, s.dropped_starts, s.batches, s.entries), (2, 1, 1, 2, 32));
+    // The queued batch really wrote its blocks.
+    run_batch(&mut dev, 0, &[entry(DNVM_OP_READ, DATA2, 1024 + 8 * 15)], Some(STATUS));
+    assert!(read_vec(&dev.mem, DATA2, 4096) == read_vec(&dev.mem, DATA + 15 * 4096, 4096));
+}
+
+#[test]
+fn start_queue_off_and_reset_with_a_queued_batch() {
+    // start_queue = 0: a START while busy is lost (rev 1 behaviour), CAPS says so.
+    let mut dev = device_with(2, TimingMode::Virtual, |c| {
+        c.engines = Some(1);
+        c.start_queue = 0;
+    });
+    bring_up(&mut dev);
+    open_window(&dev);
+    let caps = HduCaps::from_reg(dev.mem.load64(dev.board.hdus[0].user + HDU_REG_CAPS as u64).unwrap());
+    assert_eq!(caps.start_queue, 0);
+    start_writes(&mut dev, STAGING, STATUS, 0, 16);
+    start_writes(&mut dev, STAGING + 0x4000, STATUS + 0x1000, 1024, 4);
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0) & HDU_QUEUED_BIT, 0);
+    dev.run_until_idle(100_000);
+    assert_eq!(dev.stats().hdus[0].dropped_starts, 1);
+
+    // start_queue = 1: a reset aborts the running and the queued batch.
+    let mut dev = device_with(2, TimingMode::Virtual, |c| c.engines = Some(1));
+    bring_up(&mut dev);
+    open_window(&dev);
+    start_writes(&mut dev, STAGING, STATUS, 0, 16);
+    start_writes(&mut dev, STAGING + 0x4000, STATUS + 0x1000, 1024, 16);
+    let p = dev.board.hdus[0].privileged.unwrap();
+    dev.mem.store64(p + HDU_PRIV_CTRL as u64, HDU_CTRL_RESET).unwrap();
+    dev.run_until_idle(100_000);
+    assert_eq!(dev.mem.load64(p + HDU_PRIV_CTRL as u64).unwrap(), 0, "reset finished");
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0), 0, "no DONE, nothing queued after reset");
+    for (at, n) in [(STATUS, 16u64), (STATUS + 0x1000, 16)] {
+        for i in 0..n {
+            let w = dev.mem.load32(at + 4 * i).unwrap();
+            assert!(w & DNVM_STATUS_DONE != 0, "every entry of both batches has a final status");
+        }
+    }
+    assert!(dev.stats().hdus[0].aborted > 0, "queued entries aborted");
 }

@@ -57,6 +57,10 @@ pub const HDU_USER_REGS_SIZE: usize = 0x40;
 pub const HDU_DONE_BIT: u64 = 1 << 0;
 /// DONE register bit (rev 2): the engine is executing a batch.
 pub const HDU_BUSY_BIT: u64 = 1 << 1;
+/// DONE register bit (rev 2 with `HduCaps::start_queue` > 0): a START is queued behind the
+/// running batch, so the next START would be lost. Only the device clears it, so software that
+/// reads it as 0 knows its next START will be accepted.
+pub const HDU_QUEUED_BIT: u64 = 1 << 2;
 /// START value that starts a batch.
 pub const HDU_START_GO: u64 = 1;
 
@@ -83,8 +87,9 @@ pub const fn hdu_id(revision: u32) -> u64 {
 
 /// Capabilities of an HDU, packed in `HDU_REG_CAPS`.
 ///
-/// Bits: 7:0 engines (urgency classes served), 15:8 log2 of the I/O queue depth per engine,
-/// 31:16 max NREQS per START, 47:32 dispatch FIFO depth, 63:48 max transfer in 4 KiB pages.
+/// Bits: 3:0 engines (urgency classes served), 7:4 STARTs held behind the running batch,
+/// 15:8 log2 of the I/O queue depth per engine, 31:16 max NREQS per START, 47:32 dispatch FIFO
+/// depth, 63:48 max transfer in 4 KiB pages.
 #[repr(C)]
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
 pub struct HduCaps {
@@ -98,6 +103,9 @@ pub struct HduCaps {
     pub dispatch_depth: u32,
     /// Largest transfer of one entry, in 4 KiB pages.
     pub max_xfer_pages: u32,
+    /// STARTs the HDU accepts while a batch runs (0: a START while busy is lost, as in rev 1;
+    /// 1: one batch can wait behind the running one, `HDU_QUEUED_BIT` tells when it does).
+    pub start_queue: u32,
 }
 
 impl HduCaps {
@@ -108,11 +116,13 @@ impl HduCaps {
         max_nreqs: DNVM_REV1_MAX_NREQS,
         dispatch_depth: 64,
         max_xfer_pages: 1,
+        start_queue: 0,
     };
 
     /// Pack into the register value.
     pub const fn to_reg(&self) -> u64 {
-        (self.engines as u64 & 0xff)
+        (self.engines as u64 & 0xf)
+            | ((self.start_queue as u64 & 0xf) << 4)
             | ((self.queue_depth_log2 as u64 & 0xff) << 8)
             | ((self.max_nreqs as u64 & 0xffff) << 16)
             | ((self.dispatch_depth as u64 & 0xffff) << 32)
@@ -122,7 +132,8 @@ impl HduCaps {
     /// Unpack a register value.
     pub const fn from_reg(v: u64) -> HduCaps {
         HduCaps {
-            engines: (v & 0xff) as u32,
+            engines: (v & 0xf) as u32,
+            start_queue: ((v >> 4) & 0xf) as u32,
             queue_depth_log2: ((v >> 8) & 0xff) as u32,
             max_nreqs: ((v >> 16) & 0xffff) as u32,
             dispatch_depth: ((v >> 32) & 0xffff) as u32,

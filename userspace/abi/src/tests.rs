@@ -43,7 +43,7 @@ fn revision_detection() {
 
 #[test]
 fn caps_round_trip() {
-    let c = HduCaps { engines: 4, queue_depth_log2: 6, max_nreqs: 1024, dispatch_depth: 64, max_xfer_pages: 32 };
+    let c = HduCaps { engines: 4, queue_depth_log2: 6, max_nreqs: 1024, dispatch_depth: 64, max_xfer_pages: 32, start_queue: 1 };
     assert_eq!(HduCaps::from_reg(c.to_reg()), c);
     assert_eq!(HduCaps::from_reg(HduCaps::REV1.to_reg()), HduCaps::REV1);
 }

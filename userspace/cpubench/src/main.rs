@@ -104,7 +104,7 @@ struct NullCore(Arc<NullHdu>);
 
 fn caps(rev: u32) -> HduCaps {
     if rev >= HDU_REV2 {
-        HduCaps { engines: 1, queue_depth_log2: 10, max_nreqs: STAGING_ENTRIES, dispatch_depth: 64, max_xfer_pages: 32 }
+        HduCaps { engines: 1, queue_depth_log2: 10, max_nreqs: STAGING_ENTRIES, dispatch_depth: 64, max_xfer_pages: 32, start_queue: 0 }
     } else {
         HduCaps::REV1
     }

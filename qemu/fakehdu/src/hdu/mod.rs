@@ -18,6 +18,10 @@ use engine::Engine;
 /// How long a rev 2 reset waits for commands already at the SSD before forgetting them.
 const RESET_DRAIN: Duration = Duration::from_secs(1);
 
+/// Rev 2: the bit of an engine tag's entry key that tells the running batch from the one
+/// queued behind it (keys are `entry index | generation`; NREQS < 2^16).
+const GEN_BIT: u32 = 1 << 31;
+
 /// Batch in progress.
 #[derive(Debug)]
 struct Batch {
@@ -38,6 +42,8 @@ struct Batch {
     waiting: bool,
     /// Rev 2: DMA window latched at START.
     window: (u64, u64),
+    /// Rev 2: generation bit of this batch's entry keys (0 or `GEN_BIT`).
+    key: u32,
 }
 
 #[derive(Debug)]
@@ -46,8 +52,8 @@ enum State {
     Busy(Batch),
     /// The batch finished but the stuck fault holds DONE back.
     Stuck,
-    /// Rev 2 reset: waiting for in-flight commands to drain.
-    Resetting { batch: Option<Batch>, qreset: bool, since: Instant },
+    /// Rev 2 reset: waiting for in-flight commands to drain (the running and the queued batch).
+    Resetting { batch: Option<Batch>, queued: Option<Batch>, qreset: bool, since: Instant },
 }
 
 /// One HDU with its engines.
@@ -60,6 +66,10 @@ pub struct Hdu {
     caps: HduCaps,
     engines: Vec<Engine>,
     state: State,
+    /// Rev 2: the batch whose START was accepted while another ran (`HduCaps::start_queue`).
+    queued: Option<Batch>,
+    /// Generation bit of the next accepted batch.
+    next_key: u32,
     done: bool,
     errors: u64,
     pstatus: u64,
@@ -70,7 +80,7 @@ pub struct Hdu {
 impl Hdu {
     /// An HDU at `user` (and `privileged`) driving `engines`.
     pub fn new(index: usize, rev: u32, user: u64, privileged: Option<u64>, caps: HduCaps, engines: Vec<Engine>) -> Self {
-        Self { index, rev, user, privileged, caps, engines, state: State::Idle, done: false, errors: 0, pstatus: 0, stats: HduStats::default() }
+        Self { index, rev, user, privileged, caps, engines, state: State::Idle, queued: None, next_key: 0, done: false, errors: 0, pstatus: 0, stats: HduStats::default() }
     }
 
     /// The capabilities (rev 2 CAPS register; rev 1 synthesis constants).
@@ -96,6 +106,9 @@ impl Hdu {
         let mut v = if self.done { HDU_DONE_BIT } else { 0 };
         if self.rev >= HDU_REV2 && self.busy_bit() {
             v |= HDU_BUSY_BIT;
+        }
+        if self.queued.is_some() {
+            v |= HDU_QUEUED_BIT;
         }
         v
     }
@@ -159,10 +172,16 @@ impl Hdu {
             let _ = mem.store64(self.reg(HDU_REG_START), 0);
             return true;
         }
-        if self.busy() || faults.take_drop_start(self.index) {
+        // Rev 2 with a START queue: a START while a batch runs waits behind it (one slot).
+        let queue = self.busy()
+            && self.rev >= HDU_REV2
+            && self.caps.start_queue > 0
+            && self.queued.is_none()
+            && matches!(self.state, State::Busy(_));
+        if (self.busy() && !queue) || faults.take_drop_start(self.index) {
             self.stats.dropped_starts += 1;
         } else {
-            self.accept(mem);
+            self.accept(mem, queue);
             // DONE is cleared before START reads 0, so software that waits for START == 0
             // never sees the previous batch's DONE.
             self.assert_registers(mem);
@@ -171,9 +190,16 @@ impl Hdu {
         true
     }
 
-    fn accept(&mut self, mem: &GuestMem) {
+    /// Take a START: run the batch, or (`queue`) keep it behind the running one.
+    fn accept(&mut self, mem: &GuestMem, queue: bool) {
         self.stats.starts += 1;
-        self.done = false;
+        if queue {
+            self.stats.queued_starts += 1;
+        } else {
+            self.done = false;
+        }
+        let key = self.next_key;
+        self.next_key ^= GEN_BIT;
         let nreqs = mem.load64(self.reg(HDU_REG_NREQS)).unwrap_or(0) as u32;
         let reqbuf = mem.load64(self.reg(HDU_REG_REQBUF)).unwrap_or(0);
         let mut b = Batch {
@@ -188,6 +214,7 @@ impl Hdu {
             seen: 0,
             waiting: false,
             window: (0, u64::MAX),
+            key,
         };
         if self.rev >= HDU_REV2 {
             b.statusbuf = mem.load64(self.reg(HDU_REG_STATUSBUF)).unwrap_or(0);
@@ -205,11 +232,18 @@ impl Hdu {
                     self.pstatus |= HDU_PSTATUS_WINDOW_FAULT;
                     self.stats.window_faults += 1;
                 }
-                self.finish();
+                // A rejected queued batch is dropped; DONE comes with the running one.
+                if !queue {
+                    self.finish();
+                }
                 return;
             }
         }
-        self.state = State::Busy(b);
+        if queue {
+            self.queued = Some(b);
+        } else {
+            self.state = State::Busy(b);
+        }
     }
 
     /// Rev 2 whole-batch checks; `Err(true)` for a window violation.
@@ -327,26 +361,29 @@ impl Hdu {
 
     fn step_rev2(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
         let State::Busy(mut b) = std::mem::replace(&mut self.state, State::Idle) else { return false };
+        let mut q = self.queued.take();
         let mut progress = false;
         let dispatch = self.caps.dispatch_depth as usize;
-        while b.fetched < b.nreqs && self.engines.iter().map(|e| e.pending.len()).sum::<usize>() < dispatch {
-            let idx = b.fetched;
-            b.fetched += 1;
+        // Fetch in START order: the queued batch once the running one is fully fetched.
+        while self.engines.iter().map(|e| e.pending.len()).sum::<usize>() < dispatch {
+            let target = if b.fetched < b.nreqs {
+                &mut b
+            } else if let Some(nb) = q.as_mut().filter(|nb| nb.fetched < nb.nreqs) {
+                nb
+            } else {
+                break;
+            };
+            self.fetch_rev2(mem, target, faults);
             progress = true;
-            match fetch::rev2_entry(mem, b.reqbuf, idx) {
-                None => self.complete_entry(mem, &mut b, idx, dnvm_status(0, DNVM_HDU_ERR_INVALID)),
-                Some(e) => match self.route(&b, &e, faults) {
-                    Ok(engine) => self.engines[engine].pending.push_back((idx, e)),
-                    Err(err) => self.complete_entry(mem, &mut b, idx, dnvm_status(0, err)),
-                },
-            }
         }
         for i in 0..self.engines.len() {
             let mut consumed = false;
             while let Some(cqe) = self.engines[i].pop_cqe(mem) {
                 consumed = true;
-                if let Some(idx) = self.engines[i].complete_rev2(&cqe) {
-                    self.complete_entry(mem, &mut b, idx, dnvm_status(cqe.status, DNVM_HDU_ERR_NONE));
+                if let Some(key) = self.engines[i].complete_rev2(&cqe) {
+                    if let Some(t) = batch_of(key, &mut b, &mut q) {
+                        self.complete_entry(mem, t, key & !GEN_BIT, dnvm_status(cqe.status, DNVM_HDU_ERR_NONE));
+                    }
                 }
             }
             if consumed {
@@ -361,11 +398,33 @@ impl Hdu {
             }
         }
         if b.fetched == b.nreqs && b.completed == b.nreqs {
-            self.end_batch(faults);
+            match q {
+                // The queued batch becomes the running one; DONE stays 0.
+                Some(next) => {
+                    self.stats.batches += 1;
+                    self.state = State::Busy(next);
+                }
+                None => self.end_batch(faults),
+            }
+            progress = true;
         } else {
             self.state = State::Busy(b);
+            self.queued = q;
         }
         progress
+    }
+
+    /// Fetch one entry of `b` and hand it to its engine (or complete it with an HDU error).
+    fn fetch_rev2(&mut self, mem: &GuestMem, b: &mut Batch, faults: &mut Faults) {
+        let idx = b.fetched;
+        b.fetched += 1;
+        match fetch::rev2_entry(mem, b.reqbuf, idx) {
+            None => self.complete_entry(mem, b, idx, dnvm_status(0, DNVM_HDU_ERR_INVALID)),
+            Some(e) => match self.route(b, &e, faults) {
+                Ok(engine) => self.engines[engine].pending.push_back((idx | b.key, e)),
+                Err(err) => self.complete_entry(mem, b, idx, dnvm_status(0, err)),
+            },
+        }
     }
 
     /// Check an entry and pick its engine, or the HDU error code.
@@ -413,35 +472,42 @@ impl Hdu {
             State::Busy(b) => Some(b),
             _ => None,
         };
+        let queued = self.queued.take();
         self.pstatus |= HDU_PSTATUS_RESETTING;
         self.done = false;
-        self.state = State::Resetting { batch, qreset: ctrl & HDU_CTRL_QRESET != 0, since: Instant::now() };
+        self.state = State::Resetting { batch, queued, qreset: ctrl & HDU_CTRL_QRESET != 0, since: Instant::now() };
         true
     }
 
     fn step_reset(&mut self, mem: &GuestMem) -> bool {
-        let State::Resetting { mut batch, qreset, since } = std::mem::replace(&mut self.state, State::Idle) else {
+        let State::Resetting { mut batch, mut queued, qreset, since } = std::mem::replace(&mut self.state, State::Idle) else {
             return false;
         };
         let aborted = dnvm_status(0, DNVM_HDU_ERR_ABORTED);
         if let Some(b) = batch.as_mut() {
             // Entries not yet at the SSD are aborted now; unfetched ones too.
-            let pending: Vec<u32> = self.engines.iter_mut().flat_map(|e| e.pending.drain(..).map(|(i, _)| i)).collect();
-            for idx in pending {
-                self.complete_entry(mem, b, idx, aborted);
+            let pending: Vec<u32> = self.engines.iter_mut().flat_map(|e| e.pending.drain(..).map(|(k, _)| k)).collect();
+            for key in pending {
+                if let Some(t) = batch_of(key, b, &mut queued) {
+                    self.complete_entry(mem, t, key & !GEN_BIT, aborted);
+                }
             }
-            while b.fetched < b.nreqs {
-                let idx = b.fetched;
-                b.fetched += 1;
-                self.complete_entry(mem, b, idx, aborted);
+            for t in std::iter::once(&mut *b).chain(queued.as_mut()) {
+                while t.fetched < t.nreqs {
+                    let idx = t.fetched;
+                    t.fetched += 1;
+                    self.complete_entry(mem, t, idx, aborted);
+                }
             }
             // Commands at the SSD: wait for their CQEs, report them aborted.
             for i in 0..self.engines.len() {
                 let mut consumed = false;
                 while let Some(cqe) = self.engines[i].pop_cqe(mem) {
                     consumed = true;
-                    if let Some(idx) = self.engines[i].complete_rev2(&cqe) {
-                        self.complete_entry(mem, b, idx, aborted);
+                    if let Some(key) = self.engines[i].complete_rev2(&cqe) {
+                        if let Some(t) = batch_of(key, b, &mut queued) {
+                            self.complete_entry(mem, t, key & !GEN_BIT, aborted);
+                        }
                     }
                 }
                 if consumed {
@@ -452,7 +518,7 @@ impl Hdu {
         }
         let in_flight: usize = self.engines.iter().map(|e| e.in_flight()).sum();
         if in_flight > 0 && since.elapsed() < RESET_DRAIN {
-            self.state = State::Resetting { batch, qreset, since };
+            self.state = State::Resetting { batch, queued, qreset, since };
             return false;
         }
         for e in self.engines.iter_mut() {
@@ -469,6 +535,15 @@ impl Hdu {
             let _ = mem.store64(p + HDU_PRIV_CTRL as u64, 0);
         }
         true
+    }
+}
+
+/// The batch an entry key belongs to: the running one or the one queued behind it.
+fn batch_of<'a>(key: u32, b: &'a mut Batch, q: &'a mut Option<Batch>) -> Option<&'a mut Batch> {
+    if key & GEN_BIT == b.key {
+        Some(b)
+    } else {
+        q.as_mut().filter(|q| key & GEN_BIT == q.key)
     }
 }
 
