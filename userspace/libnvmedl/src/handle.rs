@@ -325,6 +325,8 @@ pub struct HandleStats {
     pub timeouts: u64,
     /// Requests completed from their status words before their batch's DONE (rev 2).
     pub early: u64,
+    /// Batches started while another was in flight (rev 2 START queue).
+    pub queued: u64,
 }
 
 #[derive(Clone, Copy, Default)]
@@ -347,10 +349,20 @@ impl Default for SchedInfo {
     }
 }
 
+/// A batch the device holds: its staging entries `[lo, hi)` and its first `reqs` requests
+/// of `Handle::inflight`.
+#[derive(Clone, Copy, Debug)]
+struct Flight {
+    lo: u32,
+    hi: u32,
+    reqs: usize,
+}
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Hw {
     Idle,
-    /// A batch runs; `seen` once START read 0 (the device consumed it, so DONE is current).
+    /// One or two batches run; `seen` once the last START read 0 (the device consumed it, so
+    /// DONE is current).
     /// `started_ns` is 0 until the first poll that reads the clock stamps it (the timeout
     /// counts from there; that poll comes at most 32 polls after START), so a batch that
     /// finishes quickly costs no clock read.
@@ -378,7 +390,14 @@ pub struct Handle {
     slots: Vec<Slot>,
     free: Vec<u32>,
     sched: Box<dyn Scheduler>,
+    /// Requests of the batches in flight, oldest batch first.
     inflight: Vec<u32>,
+    /// The batches in flight (at most two: one running, one queued behind it).
+    flights: VecDeque<Flight>,
+    /// Rev 2 START queue: a second batch may be started while one runs.
+    start_queue: bool,
+    /// Last value written to REQBUF (the second batch's entries follow the first one's).
+    reqbuf_reg: u64,
     /// Per `inflight` entry: already completed from its status words (rev 2 early completion).
     inflight_done: Vec<bool>,
     /// `inflight[..scan_from]` are all completed (where the early-completion scan starts).
@@ -458,6 +477,9 @@ impl Handle {
             free: (0..opts.capacity as u32).rev().collect(),
             sched,
             inflight: Vec::with_capacity(batch_max as usize),
+            flights: VecDeque::with_capacity(2),
+            start_queue: revision >= HDU_REV2 && caps.start_queue > 0,
+            reqbuf_reg: u64::MAX,
             inflight_done: Vec::with_capacity(batch_max as usize),
             scan_from: 0,
             done: VecDeque::with_capacity(opts.capacity),
@@ -484,14 +506,25 @@ impl Handle {
 
     /// REQBUF (one 64-bit store) and STATUSBUF are sticky: program them once per (re)start.
     fn program_queue_regs(&mut self) {
+        self.reqbuf_reg = u64::MAX;
+        self.program_base(0);
+        self.nreqs_reg = u64::MAX;
+    }
+
+    /// Point REQBUF and STATUSBUF at staging entry `base` (skipped when they already do).
+    fn program_base(&mut self, base: u32) {
+        let reqbuf = self.staging_bus + u64::from(base) * DNVM_ENTRY_SIZE as u64;
+        if reqbuf == self.reqbuf_reg {
+            return;
+        }
         // SAFETY: `regs` is the mapped HDU page; offsets are ABI register offsets.
         unsafe {
-            mmio::wr(self.regs, HDU_REG_REQBUF, self.staging_bus);
+            mmio::wr(self.regs, HDU_REG_REQBUF, reqbuf);
             if self.revision >= HDU_REV2 {
-                mmio::wr(self.regs, HDU_REG_STATUSBUF, self.status_bus);
+                mmio::wr(self.regs, HDU_REG_STATUSBUF, self.status_bus + u64::from(base) * 4);
             }
         }
-        self.nreqs_reg = u64::MAX;
+        self.reqbuf_reg = reqbuf;
     }
 
     // ---------------------------------------------------------------- accessors and options
@@ -780,19 +813,35 @@ impl Handle {
 
     // ------------------------------------------------------------------ hardware batches
 
+    /// Staging entries free for the next batch: all of them with nothing in flight, else the
+    /// larger gap beside the batch in flight (the entries of a batch are contiguous).
+    fn free_region(&self) -> (u32, u32) {
+        match self.flights.front() {
+            None => (0, self.batch_max),
+            Some(f) if self.batch_max - f.hi >= f.lo => (f.hi, self.batch_max),
+            Some(f) => (0, f.lo),
+        }
+    }
+
+    /// Start a batch of whatever is staged. The caller checked that the device takes a START
+    /// now: it is idle, or (START queue) it runs one batch and none is queued.
     fn launch(&mut self) {
         let now = if self.sched.uses_clock() { self.now_ns() } else { 0 };
+        if self.flights.is_empty() {
+            self.inflight.clear();
+            self.inflight_done.clear();
+            self.scan_from = 0;
+        }
+        let (base, limit) = self.free_region();
+        let reqs0 = self.inflight.len();
         let mut n = 0u32;
-        self.inflight.clear();
-        self.inflight_done.clear();
-        self.scan_from = 0;
         while let Some(id) = self.sched.pop(now) {
             let s = self.slots[id as usize];
-            if n + s.entries > self.batch_max {
+            if base + n + s.entries > limit {
                 self.sched.unpop(id, s.info);
                 break;
             }
-            self.slots[id as usize].first_entry = n;
+            self.slots[id as usize].first_entry = base + n;
             let mut done = 0u32;
             for i in 0..s.entries {
                 let bytes = if s.op == DNVM_OP_FLUSH { 0 } else { (s.len - done).min(self.entry_bytes) };
@@ -803,12 +852,13 @@ impl Handle {
                     data_addr: if s.op == DNVM_OP_FLUSH { 0 } else { s.bus + u64::from(done) },
                     lba: if s.op == DNVM_OP_FLUSH { 0 } else { s.lba + u64::from(done / DNVM_LBA_SIZE) },
                 };
-                // SAFETY: n + i < batch_max <= entries of the mapped staging region. Plain
+                let at = (base + n + i) as usize;
+                // SAFETY: at < limit <= batch_max <= entries of the mapped staging region. Plain
                 // stores to the write-combining mapping; `before_start` publishes them.
-                unsafe { self.staging.add((n + i) as usize).write(e) };
+                unsafe { self.staging.add(at).write(e) };
                 if self.revision >= HDU_REV2 {
                     // SAFETY: batch_max <= status words of the mapped status region.
-                    unsafe { self.status.add((n + i) as usize).write(0) };
+                    unsafe { self.status.add(at).write(0) };
                 }
                 done += bytes;
             }
@@ -819,6 +869,7 @@ impl Handle {
         if n == 0 {
             return;
         }
+        self.program_base(base);
         // SAFETY: `regs` is the mapped HDU page.
         unsafe {
             if self.nreqs_reg != u64::from(n) {
@@ -831,7 +882,46 @@ impl Handle {
         self.stats.batches += 1;
         self.stats.entries += u64::from(n);
         self.stats.max_batch = self.stats.max_batch.max(n);
-        self.hw = Hw::InFlight { started_ns: 0, seen: false };
+        self.hw = match self.hw {
+            // Queued behind a running batch: the timeout keeps counting from the older one.
+            Hw::InFlight { started_ns, .. } => {
+                self.stats.queued += 1;
+                Hw::InFlight { started_ns, seen: false }
+            }
+            _ => Hw::InFlight { started_ns: 0, seen: false },
+        };
+        self.flights.push_back(Flight { lo: base, hi: base + n, reqs: self.inflight.len() - reqs0 });
+    }
+
+    /// START queue: the device takes another START now (the last one was consumed, fewer than
+    /// two batches are in flight, and DONE.QUEUED reads 0, which only the device clears).
+    fn can_queue(&self, seen: bool) -> bool {
+        if !self.start_queue || !seen || self.flights.len() >= 2 || self.sched.len() < self.batch {
+            return false;
+        }
+        let (base, limit) = self.free_region();
+        if base >= limit {
+            return false;
+        }
+        // SAFETY: `regs` is the mapped HDU page.
+        unsafe { mmio::rd(self.regs, HDU_REG_DONE) & HDU_QUEUED_BIT == 0 }
+    }
+
+    /// START queue: forget the oldest batches whose requests all completed from their status
+    /// words (their staging entries are free again). True if any was.
+    fn retire(&mut self) -> bool {
+        let mut any = false;
+        while let Some(f) = self.flights.front().copied() {
+            if !self.start_queue || f.reqs > self.scan_from {
+                break;
+            }
+            self.flights.pop_front();
+            self.inflight.drain(..f.reqs);
+            self.inflight_done.drain(..f.reqs);
+            self.scan_from -= f.reqs;
+            any = true;
+        }
+        any
     }
 
     /// True once DONE of the current batch is visible (handles the stale-DONE hazard).
@@ -892,6 +982,7 @@ impl Handle {
     fn clear_inflight(&mut self) {
         self.inflight.clear();
         self.inflight_done.clear();
+        self.flights.clear();
         self.scan_from = 0;
     }
 
@@ -967,6 +1058,10 @@ impl Handle {
                     self.hw = Hw::Idle;
                 } else {
                     self.complete_early();
+                    if self.retire() {
+                        // The oldest batch ended: the timeout restarts for the next one.
+                        started_ns = 0;
+                    }
                     if check_time {
                         let now = self.now_ns().max(1);
                         if started_ns == 0 {
@@ -977,6 +1072,9 @@ impl Handle {
                         }
                     }
                     self.hw = Hw::InFlight { started_ns, seen };
+                    if self.can_queue(seen) {
+                        self.launch();
+                    }
                     return;
                 }
             }

@@ -29,12 +29,14 @@ pub struct InProcConfig {
     pub timing: fakehdu::TimingMode,
     /// Namespace size in bytes.
     pub disk_size: u64,
+    /// Rev 2 START queue depth (`HduCaps::start_queue`: 0 or 1).
+    pub start_queue: u32,
 }
 
 impl InProcConfig {
     /// One engine per HDU, no SSD timing, 64 MiB namespace.
     pub fn new(revision: u32) -> Self {
-        Self { revision, engines: 1, timing: fakehdu::TimingMode::None, disk_size: 64 << 20 }
+        Self { revision, engines: 1, timing: fakehdu::TimingMode::None, disk_size: 64 << 20, start_queue: 1 }
     }
 }
 
@@ -97,6 +99,7 @@ impl InProc {
         cfg.engines = Some(c.engines);
         cfg.timing = c.timing;
         cfg.disk_size = c.disk_size;
+        cfg.start_queue = c.start_queue;
         let model = FakeHdu::start(cfg).map_err(|_| Error::InvalidArgument)?;
         let board = model.board().clone();
         let params = LayoutParams {

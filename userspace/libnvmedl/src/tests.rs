@@ -12,8 +12,13 @@ use crate::inproc::{InProc, InProcConfig};
 use crate::*;
 
 fn board(rev: u32, engines: u32) -> (Arc<InProc>, Device) {
+    board_with(rev, engines, 1)
+}
+
+fn board_with(rev: u32, engines: u32, start_queue: u32) -> (Arc<InProc>, Device) {
     let mut c = InProcConfig::new(rev);
     c.engines = engines;
+    c.start_queue = start_queue;
     let ip = InProc::start(c).expect("in-process board");
     let dev = Device::from_platform(ip.clone()).expect("device");
     (ip, dev)
@@ -267,8 +272,8 @@ fn device_error_status_is_surfaced() {
 
 #[test]
 fn stuck_engine_times_out_and_recovers() {
-    for rev in [HDU_REV1, HDU_REV2] {
-        let (ip, dev) = board(rev, 1);
+    for (rev, sq) in [(HDU_REV1, 0), (HDU_REV2, 0), (HDU_REV2, 1)] {
+        let (ip, dev) = board_with(rev, 1, sq);
         let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_millis(200), ..opts() }).unwrap();
         let b = h.buf_alloc(4096).unwrap();
         h.read(&b, 0).unwrap();
@@ -279,10 +284,13 @@ fn stuck_engine_times_out_and_recovers() {
             // Rev 2: the entry's status word says done, so the read completes early (see
             // rev2_completes_requests_from_status_words_before_done)...
             assert_eq!(h.read(&b, 0), Ok(()));
-            // ...but DONE never comes: the next request stays staged, the batch times out and
-            // the staged request fails.
-            assert_eq!(h.read(&b, 0), Err(Error::NotReady));
+            // ...but DONE never comes. Without a START queue the next request stays staged,
+            // the batch times out and the staged request fails (NotReady); with one, it is
+            // started behind the held batch, never runs, and times out itself.
+            let want = if sq == 0 { Error::NotReady } else { Error::Timeout };
+            assert_eq!(h.read(&b, 0), Err(want), "start_queue {sq}");
             assert_eq!(h.stats().timeouts, 1);
+            assert_eq!(h.stats().queued, u64::from(sq));
         } else {
             assert_eq!(h.read(&b, 0), Err(Error::Timeout));
         }
@@ -478,7 +486,13 @@ fn settle(ip: &InProc, h: &mut Handle) {
 
 #[test]
 fn rev2_completes_requests_from_status_words_before_done() {
-    let (ip, dev) = board(HDU_REV2, 1);
+    for sq in [0, 1] {
+        early_completion(sq);
+    }
+}
+
+fn early_completion(sq: u32) {
+    let (ip, dev) = board_with(HDU_REV2, 1, sq);
     let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_secs(10), ..opts() }).unwrap();
     let mut a = h.buf_alloc(4096).unwrap();
     let mut b = h.buf_alloc(8192).unwrap();
@@ -506,14 +520,19 @@ fn rev2_completes_requests_from_status_words_before_done() {
     assert!(check(&a, 0), "read data visible at early completion");
     assert_eq!(h.stats().early, early0 + 3);
     assert_eq!(h.pending(), 0);
-    // One batch in flight per HDU: a new request waits in level 1 until DONE (still held).
+    // Without a START queue one batch is in flight per HDU: a new request waits in level 1
+    // until DONE (still held). With one, it is started behind the held batch (and runs once
+    // the device lets go of it).
     h.set_batch(1).unwrap();
     a.as_mut_slice().fill(0);
     let td = h.submit(Request::read(&a, 64)).unwrap();
-    std::thread::sleep(Duration::from_millis(50));
+    let t0 = std::time::Instant::now();
     let mut out = empty();
-    assert_eq!(h.poll(&mut out), 0);
-    assert_eq!(h.stats().batches, batches0 + 1);
+    while t0.elapsed() < Duration::from_millis(50) {
+        assert_eq!(h.poll(&mut out), 0, "start_queue {sq}: nothing completes while DONE is held");
+    }
+    assert_eq!(h.stats().batches, batches0 + 1 + u64::from(sq), "start_queue {sq}");
+    assert_eq!(h.stats().queued, u64::from(sq));
     ip.control(ControlOp::Stuck { hdu: 0, on: false }).unwrap();
     let got = collect(&mut h, 1);
     assert_eq!(got[0], Completion { tag: td, result: Ok(()) });
@@ -536,4 +555,57 @@ fn rev1_completes_only_at_done() {
     ip.control(ControlOp::Stuck { hdu: 0, on: false }).unwrap();
     assert_eq!(collect(&mut h, 1)[0], Completion { tag: t, result: Ok(()) });
     assert_eq!(h.stats().early, 0);
+}
+
+/// Rev 2 START queue: with requests kept outstanding, a second batch is started while one
+/// runs (`stats.queued`), and every block still verifies.
+#[test]
+fn start_queue_overlaps_batches_and_data_verifies() {
+    let mut c = InProcConfig::new(HDU_REV2);
+    c.timing = fakehdu::TimingMode::WallClock;
+    let ip = InProc::start(c).expect("in-process board");
+    let dev = Device::from_platform(ip.clone()).expect("device");
+    let qd = 32usize;
+    let mut h = dev.handle_with(0, HandleOptions { capacity: 2 * qd, iodepth: qd, ..opts() }).unwrap();
+    let mut bufs: Vec<Buffer> = (0..qd).map(|_| h.buf_alloc(4096).unwrap()).collect();
+    let blocks = 512u64;
+    for write in [true, false] {
+        let mut next = 0u64;
+        let mut done = 0u64;
+        let mut busy = vec![None::<u64>; qd];
+        let mut out = empty();
+        let t0 = std::time::Instant::now();
+        while done < blocks {
+            for (i, slot) in busy.iter_mut().enumerate() {
+                if slot.is_none() && next < blocks {
+                    let lba = next * 8;
+                    let b = &mut bufs[i];
+                    if write {
+                        fill(b, lba);
+                    } else {
+                        b.as_mut_slice().fill(0);
+                    }
+                    let r = if write { Request::write(b, lba) } else { Request::read(b, lba) };
+                    h.submit(r.tag(i as u64)).unwrap();
+                    *slot = Some(lba);
+                    next += 1;
+                }
+            }
+            let n = h.poll(&mut out);
+            for c in &out[..n] {
+                assert_eq!(c.result, Ok(()));
+                let i = c.tag as usize;
+                let lba = busy[i].take().unwrap();
+                if !write {
+                    assert!(check(&bufs[i], lba), "block at LBA {lba}");
+                }
+                done += 1;
+            }
+            assert!(t0.elapsed() < Duration::from_secs(20), "{done} of {blocks} blocks");
+        }
+    }
+    let s = h.stats();
+    assert!(s.queued > 0, "no batch was started behind a running one: {s:?}");
+    assert!(ip.model().stats().hdus[0].queued_starts >= s.queued, "the device queued them");
+    assert_eq!(ip.model().stats().hdus[0].dropped_starts, 0, "no START was lost");
 }

@@ -153,7 +153,14 @@ impl Hdu {
             State::Busy(_) if self.rev >= HDU_REV2 => self.step_rev2(mem, faults),
             State::Busy(_) => self.step_rev1(mem, faults),
             State::Stuck if !faults.is_stuck(self.index) => {
-                self.finish();
+                // The held batch ends; one queued behind it runs now.
+                match self.queued.take() {
+                    Some(next) => {
+                        self.stats.batches += 1;
+                        self.state = State::Busy(next);
+                    }
+                    None => self.finish(),
+                }
                 true
             }
             State::Resetting { .. } => self.step_reset(mem),
@@ -177,7 +184,7 @@ impl Hdu {
             && self.rev >= HDU_REV2
             && self.caps.start_queue > 0
             && self.queued.is_none()
-            && matches!(self.state, State::Busy(_));
+            && matches!(self.state, State::Busy(_) | State::Stuck);
         if (self.busy() && !queue) || faults.take_drop_start(self.index) {
             self.stats.dropped_starts += 1;
         } else {
@@ -472,7 +479,9 @@ impl Hdu {
             State::Busy(b) => Some(b),
             _ => None,
         };
-        let queued = self.queued.take();
+        let mut queued = self.queued.take();
+        // Held (stuck) batch: the queued one is all that is left to abort.
+        let batch = batch.or_else(|| queued.take());
         self.pstatus |= HDU_PSTATUS_RESETTING;
         self.done = false;
         self.state = State::Resetting { batch, queued, qreset: ctrl & HDU_CTRL_QRESET != 0, since: Instant::now() };
