@@ -69,7 +69,7 @@ demo: initramfs
 
 # Rev 2 with one engine per urgency class, an SSD model slow enough to be the bottleneck and
 # few commands in flight inside it, so the controller's arbitration decides who is served.
-WRR_SSD ?= read_iops=20000
+WRR_SSD ?= read_iops=4000
 WRR_INFLIGHT ?= 8
 wrr: initramfs
 	@mkdir -p build

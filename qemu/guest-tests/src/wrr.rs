@@ -1,7 +1,8 @@
 //! The paper's arbitration experiment (Figure 13): a foreground stream keeps its throughput
 //! while background streams burst, because the NVMe controller serves the engines' queues by
 //! weighted round robin. Runs on a rev 2 device (one engine per urgency class) whose SSD model
-//! is the bottleneck (`make wrr` starts fake-hdu with a slow SSD and few commands in flight).
+//! is the bottleneck (`make wrr` starts fake-hdu with a slow SSD, 4000 random-read IOPS, and 8
+//! commands in flight inside it).
 //!
 //! Foreground: core 0, urgency high, random 4 KiB reads at QD `WRR_QD` (default 32).
 //! Background: cores 1..3, urgency low, same load, from `WRR_BG_START` to `WRR_BG_END` seconds
@@ -26,7 +27,9 @@ fn env(name: &str, default: u64) -> u64 {
 
 /// One stream: `qd` random 4 KiB reads kept outstanding on `core` at `priority` until `stop`.
 fn stream(d: &Device, core: u32, priority: u16, qd: usize, count: &AtomicU64, stop: &AtomicBool) -> Result<(), String> {
-    let opts = HandleOptions { capacity: 2 * qd, iodepth: qd, batch: qd, priority, ..HandleOptions::default() };
+    // Batches of a quarter of the queue depth: with the rev 2 START queue the next batch is
+    // started behind the running one, so the stream's NVMe queue never runs dry.
+    let opts = HandleOptions { capacity: 2 * qd, iodepth: qd, batch: (qd / 4).max(1), priority, ..HandleOptions::default() };
     let mut h = d.handle_with(core, opts).map_err(|e| format!("core {core}: {e}"))?;
     let bufs: Vec<_> = (0..qd).map(|_| h.buf_alloc(4096)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
     let span = (h.capacity_lbas() / 8).min(1 << 18); // first 1 GiB at most, in 4 KiB blocks
@@ -42,12 +45,20 @@ fn stream(d: &Device, core: u32, priority: u16, qd: usize, count: &AtomicU64, st
     }
     let mut out = [Completion { tag: 0, result: Ok(()) }; 64];
     let mut idle = 0u32;
+    // 4 vCPUs and the fake device share 2 host cores: a stream with nothing to reap naps
+    // (WRR_IDLE_US, default 50 µs; 0 = yield only) so the CPU goes to the device model and the
+    // other streams, not to spinning. The SSD model, not the CPU, must be the bottleneck.
+    let nap = Duration::from_micros(env("WRR_IDLE_US", 50));
     while !stop.load(Ordering::Relaxed) {
         let n = h.poll(&mut out);
         if n == 0 {
             idle += 1;
             if idle % 8 == 0 {
-                std::thread::yield_now(); // 4 vCPUs share 2 host cores: let the others run
+                if nap.is_zero() {
+                    std::thread::yield_now();
+                } else {
+                    std::thread::sleep(nap);
+                }
             }
             continue;
         }
