@@ -178,11 +178,12 @@ fn c_example(pages: u64, cores: u32) -> Case {
 }
 
 /// The nvmedl-bench runs behind the figures (README "Measured").
-const FIGURE_RUNS: [&str; 7] = [
+const FIGURE_RUNS: [&str; 8] = [
     "--rw rand-read --cores 0 --iodepth 1 --size 8M",
     "--rw rand-read --cores 0 --iodepth 32 --size 8M",
     "--rw rand-read --cores 0,1,2,3 --iodepth 32 --size 8M",
     "--rw seq-read --cores 0 --bs 128k --iodepth 32 --size 16M",
+    "--rw seq-read --cores 0 --bs 128k --iodepth 64 --size 16M --batch 16",
     "--rw seq-read --cores 0,1,2,3 --bs 128k --iodepth 32 --size 16M",
     "--rw seq-write --cores 0 --bs 128k --iodepth 32 --size 16M",
     "--rw mixed --cores 0,1,2,3 --iodepth 32 --size 8M --verify",

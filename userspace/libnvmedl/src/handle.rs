@@ -7,7 +7,10 @@
 //! handle takes requests from the scheduler until the batch is full, writes their 24-byte
 //! entries into the staging queue, and stores START. One batch is in flight per HDU at a time
 //! (a START while busy is lost, docs/hardware.md §7.4); requests submitted meanwhile wait in
-//! level 1 and go out as the next batch when `poll` sees DONE.
+//! level 1 and go out as the next batch when `poll` sees DONE. With the rev 2 START queue
+//! (`HduCaps::start_queue`) a second batch of at least `batch` requests is started behind the
+//! running one, in the free staging entries beside it, once DONE.QUEUED reads 0; the oldest
+//! batch is retired when its status words show all its requests done.
 //!
 //! Batch limits: rev 1 at most min(170, staging entries) entries (the 4 KiB burst rule),
 //! 4 KiB per entry; rev 2 at most min(CAPS.max_nreqs, staging entries) entries of up to
@@ -22,8 +25,8 @@
 //! HDU writes each word when its entry finishes (after the data moved, before DONE). `poll`
 //! therefore completes every in-flight request whose entries all show the done bit, without
 //! waiting for the batch's DONE; its slot and buffer are free at once, so new requests can be
-//! staged while the rest of the batch runs. The next START still waits for DONE (one batch in
-//! flight per HDU). Rev 1 has no status words and completes a batch at DONE only. **Rev 1 has no
+//! staged while the rest of the batch runs. Without a START queue the next START still waits
+//! for DONE (one batch in flight per HDU). Rev 1 has no status words and completes a batch at DONE only. **Rev 1 has no
 //! status**: a batch that reaches DONE is reported as all requests succeeding, whatever the
 //! SSD answered, and a START the HDU dropped after an earlier batch is indistinguishable from
 //! a finished batch (DONE stays 1). Use rev 2 where errors matter.

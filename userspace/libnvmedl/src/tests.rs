@@ -606,6 +606,10 @@ fn start_queue_overlaps_batches_and_data_verifies() {
     }
     let s = h.stats();
     assert!(s.queued > 0, "no batch was started behind a running one: {s:?}");
-    assert!(ip.model().stats().hdus[0].queued_starts >= s.queued, "the device queued them");
+    // The library counts a START it issues behind a running batch; the device counts it as
+    // queued only if that batch was still running when it took the START (it may have ended
+    // in between), never more.
+    let dq = ip.model().stats().hdus[0].queued_starts;
+    assert!(dq <= s.queued, "the device queued {dq} STARTs, the library issued {} behind a batch", s.queued);
     assert_eq!(ip.model().stats().hdus[0].dropped_starts, 0, "no START was lost");
 }

@@ -4,7 +4,7 @@
 //! nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix 70] [--bs 4096]
 //!              [--iodepth 32] [--cores 0,1,2,3] [--priority 1 | 0,3,...] [--runtime 5 | --ios N]
 //!              [--size BYTES-per-core] [--verify] [--json] [--device PATH] [--inproc REV]
-//!              [--yield N] [--syscall-markers]
+//!              [--yield N] [--batch N] [--syscall-markers]
 //! ```
 //! One job per core (one thread, one handle). Latency is submit → completion, recorded into a
 //! preallocated log-linear histogram (64 sub-buckets per power of two, ≤ 1.6% error).
@@ -13,6 +13,9 @@
 //!
 //! `--yield N` sets the library's `yield_spins` and makes the job call `sched_yield` after N
 //! polls in a row that found nothing (default 0: pure polling, no system call).
+//! `--batch N` sets the library's `batch` (start a batch once N requests are staged; default 1).
+//! With the rev 2 START queue a batch of a quarter of the queue depth keeps two batches in
+//! flight, so the NVMe queue stays full.
 //! `--syscall-markers` brackets each job's timed I/O loop with two marker system calls,
 //! `prctl(SYSCALL_MARK, 1)` before and `prctl(SYSCALL_MARK, 2)` after (an unknown prctl option:
 //! EINVAL, no effect), so a tracer can count the system calls of the I/O loop alone (the guest
@@ -131,6 +134,7 @@ struct Opts {
     device: String,
     inproc: Option<u32>,
     yield_polls: u32,
+    batch: usize,
     markers: bool,
 }
 
@@ -150,6 +154,7 @@ fn parse() -> Result<Opts, String> {
         device: nvmedl::chardev::DEFAULT_DEVICE.into(),
         inproc: None,
         yield_polls: 0,
+        batch: 1,
         markers: false,
     };
     let mut it = std::env::args().skip(1);
@@ -170,6 +175,7 @@ fn parse() -> Result<Opts, String> {
             "--rwmix" => o.rwmix = num(&val()?).ok_or("bad --rwmix")?.min(100) as u32,
             "--bs" => o.bs = num(&val()?).ok_or("bad --bs")? as usize,
             "--iodepth" => o.iodepth = num(&val()?).ok_or("bad --iodepth")? as usize,
+            "--batch" => o.batch = num(&val()?).ok_or("bad --batch")? as usize,
             "--cores" => o.cores = list(&val()?)?.into_iter().map(|c| c as u32).collect(),
             "--priority" => o.priority = list(&val()?)?.into_iter().map(|c| c as u16).collect(),
             "--runtime" => {
@@ -191,8 +197,8 @@ fn parse() -> Result<Opts, String> {
             _ => return Err(format!("unknown option {a}")),
         }
     }
-    if o.bs == 0 || !o.bs.is_multiple_of(4096) || o.iodepth == 0 || o.cores.is_empty() || o.size < o.bs as u64 {
-        return Err("bs must be a non-zero multiple of 4096, iodepth >= 1, size >= bs".into());
+    if o.bs == 0 || !o.bs.is_multiple_of(4096) || o.iodepth == 0 || o.batch == 0 || o.batch > o.iodepth || o.cores.is_empty() || o.size < o.bs as u64 {
+        return Err("bs must be a non-zero multiple of 4096, iodepth >= 1, 1 <= batch <= iodepth, size >= bs".into());
     }
     Ok(o)
 }
@@ -254,7 +260,7 @@ impl Rng {
 fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBool) -> Result<JobResult, String> {
     let core = o.cores[idx];
     let priority = *o.priority.get(idx).or(o.priority.last()).unwrap_or(&1);
-    let opts = HandleOptions { capacity: o.iodepth.max(1) * 2, iodepth: o.iodepth, priority, yield_spins: o.yield_polls, ..HandleOptions::default() };
+    let opts = HandleOptions { capacity: o.iodepth.max(1) * 2, iodepth: o.iodepth, priority, yield_spins: o.yield_polls, batch: o.batch, ..HandleOptions::default() };
     let mut h = dev.handle_with(core, opts).map_err(|e| format!("core {core}: handle: {e}"))?;
     let blocks = o.size / o.bs as u64;
     let lbas_per_block = (o.bs / 512) as u64;
@@ -441,7 +447,7 @@ fn main() -> ExitCode {
             if !e.is_empty() {
                 eprintln!("nvmedl-bench: {e}");
             }
-            eprintln!("usage: nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix P] [--bs N] [--iodepth N] [--cores 0,1] [--priority P[,P..]] [--runtime S | --ios N] [--size BYTES] [--verify] [--json] [--device PATH] [--inproc REV] [--yield N] [--syscall-markers]");
+            eprintln!("usage: nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix P] [--bs N] [--iodepth N] [--cores 0,1] [--priority P[,P..]] [--runtime S | --ios N] [--size BYTES] [--verify] [--json] [--device PATH] [--inproc REV] [--yield N] [--batch N] [--syscall-markers]");
             return ExitCode::from(2);
         }
     };
