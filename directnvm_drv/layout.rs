@@ -8,7 +8,7 @@
 //! userspace's in-process backend (`#[path]` include), so both partition identically.
 
 use crate::abi::{
-    DnvmLayout, DnvmRegion, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
+    DnvmInfo, DnvmLayout, DnvmRegion, DNVM_ABI_VERSION, DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_REV1_BLOCK_SIZE, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
     DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_NO_CORE, DNVM_REGION_ADMIN,
     DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS,
 };
@@ -141,6 +141,31 @@ impl Layout {
             off += data;
         }
         Ok(out)
+    }
+
+    /// The `DNVM_IOC_GET_INFO` reply before the controller is up (no capacity, flags only
+    /// COHERENT); `nvme::Controller::describe` adds what bring-up learned.
+    pub fn info(&self, io_queue_depth: u32) -> DnvmInfo {
+        let p = &self.params;
+        DnvmInfo {
+            abi_version: DNVM_ABI_VERSION,
+            reserved: 0,
+            cores: p.cores,
+            engines: p.engines,
+            staging_entries: p.staging_entries,
+            io_queue_depth,
+            lba_size: DNVM_LBA_SIZE,
+            max_transfer: DNVM_REV1_BLOCK_SIZE,
+            capacity_lbas: 0,
+            carveout_phys: p.base,
+            carveout_size: p.size,
+            flags: if p.coherent { DNVM_INFO_COHERENT } else { 0 },
+            nvme_version: 0,
+            serial: [0; 20],
+            model: [0; 40],
+            firmware: [0; 8],
+            arbitration: [0; 4],
+        }
     }
 
     /// The layout as the `DNVM_IOC_GET_LAYOUT` reply.

@@ -7,7 +7,7 @@
 //! by CAP.TO; every failure returns an `NvmeError` naming the step and the NVMe status.
 
 use crate::abi::{
-    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_QUEUE_STRIDE,
+    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_QUEUE_STRIDE,
     DNVM_QWIN_SQ_OFFSET,
 };
 
@@ -148,6 +148,23 @@ pub struct Controller {
     phase: bool,
     next_cid: u16,
     cfg: Config,
+}
+
+impl Controller {
+    /// Add what bring-up learned to a `DNVM_IOC_GET_INFO` reply (`Layout::info`).
+    pub fn describe(&self, info: &mut DnvmInfo) {
+        info.flags |= DNVM_INFO_READY | if self.wrr { DNVM_INFO_WRR } else { 0 };
+        info.capacity_lbas = self.capacity_lbas;
+        info.lba_size = self.lba_size;
+        info.nvme_version = self.vs;
+        info.serial = self.serial;
+        info.model = self.model;
+        info.firmware = self.firmware;
+        // MDTS 0 means no limit; report 1 MiB, the largest transfer software should build.
+        info.max_transfer = if self.max_transfer != 0 { self.max_transfer } else { 1 << 20 };
+        let a = self.arbitration;
+        info.arbitration = [a.burst as u8, a.high as u8, a.medium as u8, a.low as u8];
+    }
 }
 
 fn rd64<H: NvmeHost>(h: &H, off: usize) -> Result<u64, NvmeError> {

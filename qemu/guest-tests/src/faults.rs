@@ -401,7 +401,6 @@ fn restart(mb: &Mailbox) -> Case {
         check(t0.elapsed() < bound, format!("write took {:?} (bound {bound:?})", t0.elapsed()))?;
     }
     println!("# device restart: in-flight write -> Timeout after {:.0} ms", took.as_secs_f64() * 1e3);
-    drop(buf);
     drop(h);
 
     let d = if rev >= HDU_REV2 {

@@ -369,7 +369,7 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
         claim(&fd, 2, false).map_err(s)?;
         let l = dbg_lines("directnvm/claims")?;
         let line = l.get(2).ok_or("no line for core 2")?;
-        check(line.len() == 4 && line[2] == "file" && line[3].parse::<u64>().map_or(false, |v| v > 0),
+        check(line.len() == 4 && line[2] == "file" && line[3].parse::<u64>().is_ok_and(|v| v > 0),
             format!("core 2 after CLAIM: {line:?}"))?;
         eq(l.get(1).map(|l| l.join(" ")), Some("core 1 free".into()), "core 1")?;
         eq(l.iter().find(|l| l[0] == "queues_used").map(|l| l.join(" ")), Some("queues_used 1".into()), "queues_used")?;

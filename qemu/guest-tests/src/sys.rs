@@ -67,14 +67,14 @@ impl Map {
 
     /// Volatile 64-bit load at byte offset `off` (aligned; registers need exactly this).
     pub fn rd64(&self, off: usize) -> u64 {
-        assert!(off + 8 <= self.len && off % 8 == 0);
+        assert!(off + 8 <= self.len && off.is_multiple_of(8));
         // SAFETY: in bounds and aligned; the mapping is live while `self` is.
         unsafe { std::ptr::read_volatile(self.ptr.add(off).cast::<u64>()) }
     }
 
     /// Volatile 64-bit store.
     pub fn wr64(&self, off: usize, v: u64) {
-        assert!(off + 8 <= self.len && off % 8 == 0);
+        assert!(off + 8 <= self.len && off.is_multiple_of(8));
         // SAFETY: in bounds and aligned.
         unsafe { std::ptr::write_volatile(self.ptr.add(off).cast::<u64>(), v) }
     }

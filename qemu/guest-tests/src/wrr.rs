@@ -53,7 +53,7 @@ fn stream(d: &Device, core: u32, priority: u16, qd: usize, count: &AtomicU64, st
         let n = h.poll(&mut out);
         if n == 0 {
             idle += 1;
-            if idle % 8 == 0 {
+            if idle.is_multiple_of(8) {
                 if nap.is_zero() {
                     std::thread::yield_now();
                 } else {

@@ -215,7 +215,10 @@ pub const fn dnvm_engine_for_urgency(urgency: u16, engines: u32) -> u32 {
 
 /// Urgency class (NVMe QPRIO) of engine `engine` of an HDU with `engines` engines.
 pub const fn dnvm_engine_qprio(engine: u32, engines: u32) -> u32 {
-    if engines == 0 { 0 } else { engine * DNVM_URGENCY_CLASSES / engines }
+    match (engine * DNVM_URGENCY_CLASSES).checked_div(engines) {
+        Some(class) => class,
+        None => 0,
+    }
 }
 
 /// NVMe I/O queue id used by engine `engine` of HDU `hdu` (lane i of the RTL is QID i+1).

@@ -201,37 +201,9 @@ fn reset_engine(mem: &GuestMem, board: &fakehdu::Board, core: u32, revision: u32
 
 impl Platform for InProc {
     fn info(&self) -> Result<DnvmInfo> {
-        let p = &self.layout.params;
-        let mut info = DnvmInfo {
-            abi_version: DNVM_ABI_VERSION,
-            reserved: 0,
-            cores: p.cores,
-            engines: p.engines,
-            staging_entries: p.staging_entries,
-            io_queue_depth: self.cfg.io_queue_depth,
-            lba_size: DNVM_LBA_SIZE,
-            max_transfer: DNVM_REV1_BLOCK_SIZE,
-            capacity_lbas: 0,
-            carveout_phys: p.base,
-            carveout_size: p.size,
-            flags: 0,
-            nvme_version: 0,
-            serial: [0; 20],
-            model: [0; 40],
-            firmware: [0; 8],
-            arbitration: [0; 4],
-        };
+        let mut info = self.layout.info(self.cfg.io_queue_depth);
         if let Some(c) = self.ctrl.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
-            info.flags |= DNVM_INFO_READY | if c.wrr { DNVM_INFO_WRR } else { 0 };
-            info.capacity_lbas = c.capacity_lbas;
-            info.lba_size = c.lba_size;
-            info.nvme_version = c.vs;
-            info.serial = c.serial;
-            info.model = c.model;
-            info.firmware = c.firmware;
-            info.max_transfer = if c.max_transfer != 0 { c.max_transfer } else { 1 << 20 };
-            let a = c.arbitration;
-            info.arbitration = [a.burst as u8, a.high as u8, a.medium as u8, a.low as u8];
+            c.describe(&mut info);
         }
         Ok(info)
     }
