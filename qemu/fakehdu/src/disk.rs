@@ -5,6 +5,23 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+/// Open (or create) `path` read-write, extended to at least `len` bytes (sparse); a longer
+/// file keeps its size and contents. Disk images and the shared guest-memory file use it.
+pub(crate) fn open_sized(path: &Path, len: u64) -> Result<File, String> {
+    let file = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)
+        .map_err(|e| format!("{}: {e}", path.display()))?;
+    let have = file.metadata().map_err(|e| e.to_string())?.len();
+    if have < len {
+        file.set_len(len).map_err(|e| format!("{}: set_len: {e}", path.display()))?;
+    }
+    Ok(file)
+}
+
 /// The backing store of namespace 1.
 #[derive(Debug)]
 pub struct Disk {
@@ -15,18 +32,7 @@ pub struct Disk {
 impl Disk {
     /// Open (or create) a sparse image of `size` bytes; an existing shorter file is extended.
     pub fn open(path: &Path, size: u64) -> Result<Self, String> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
-        let have = file.metadata().map_err(|e| e.to_string())?.len();
-        if have < size {
-            file.set_len(size).map_err(|e| format!("{}: set_len: {e}", path.display()))?;
-        }
-        Ok(Self { file, size })
+        Ok(Self { file: open_sized(path, size)?, size })
     }
 
     /// A sparse image in the temporary directory, deleted as soon as it is open.

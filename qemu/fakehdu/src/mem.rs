@@ -3,7 +3,6 @@
 //! Every access is bounds-checked against the mapped RAM; register accesses are aligned
 //! atomic 32/64-bit loads and stores because the guest writes the same memory concurrently.
 
-use std::fs::OpenOptions;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -45,18 +44,8 @@ impl GuestMem {
     /// Map `size` bytes of a shared memory file (QEMU `memory-backend-file,share=on`); file offset
     /// `file_offset` is guest-physical `base`. The file is created and sized if it is too short.
     pub fn from_file(path: &Path, base: u64, size: u64, file_offset: u64) -> Result<Self, String> {
-        let file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(|e| format!("{}: {e}", path.display()))?;
         let need = file_offset.checked_add(size).ok_or("memory file size overflows")?;
-        let have = file.metadata().map_err(|e| e.to_string())?.len();
-        if have < need {
-            file.set_len(need).map_err(|e| format!("{}: set_len: {e}", path.display()))?;
-        }
+        let file = crate::disk::open_sized(path, need)?;
         let len = usize::try_from(size).map_err(|e| e.to_string())?;
         let inner = GuestMemoryMmap::from_ranges_with_files([(
             GuestAddress(base),
