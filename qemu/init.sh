@@ -35,6 +35,15 @@ elif [ "$mode" = demo ]; then
   echo "=== what the stack sees ==="
   /bin/dnvm-guest-tests info
   status=$?
+  echo "=== I/O through libnvmedl ==="
+  # The CLI: 64 KiB of a file to LBA 0 through core 0, read back through core 1, compared.
+  head -c 65536 /bin/busybox > /tmp/demo.in &&
+    nvmedl write 0 0 /tmp/demo.in && nvmedl read 1 0 65536 /tmp/demo.out &&
+    cmp /tmp/demo.in /tmp/demo.out && echo "nvmedl: 64 KiB written via core 0, read back via core 1, identical" || status=1
+  # The paper's example program on the C API: 4 threads, one per core, write + verify.
+  dlexample 256 || status=1
+  # A one-second benchmark: 4 KiB random reads, queue depth 32, one core.
+  nvmedl-bench --rw rand-read --cores 0 --iodepth 32 --runtime 1 || status=1
 else
   case "$mode" in klog|debug) mode=suite ;; esac
   /bin/dnvm-guest-tests "$mode"
