@@ -523,12 +523,13 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     let (dma_base, dma_limit) = dma.map_or((0, 0), |w| (w.base, w.base + w.size));
     dev_info!(
         dev,
-        "hdu{}: rev {} at {:#x}, {} engine(s), max nreqs {}, DMA window {:#x}..{:#x}\n",
+        "hdu{}: rev {} at {:#x}, {} engine(s), max nreqs {}, START queue {}, DMA window {:#x}..{:#x}\n",
         index,
         revision,
         user.base,
         caps.engines,
         caps.max_nreqs,
+        caps.start_queue,
         dma_base,
         dma_limit
     );
@@ -556,9 +557,10 @@ mod tests {
 
     #[test]
     fn caps_decode_round_trip_and_fields() {
-        let v: u64 = 0x0004_0010_1000_0502;
+        let v: u64 = 0x0004_0010_1000_0512;
         let c = HduCaps::from_reg(v);
         assert_eq!(c.engines, 2);
+        assert_eq!(c.start_queue, 1);
         assert_eq!(c.queue_depth_log2, 5);
         assert_eq!(c.max_nreqs, 0x1000);
         assert_eq!(c.dispatch_depth, 0x10);
