@@ -278,3 +278,37 @@ fn start_queue_off_and_reset_with_a_queued_batch() {
     }
     assert!(dev.stats().hdus[0].aborted > 0, "queued entries aborted");
 }
+
+/// A queued START rejected as a whole is dropped without a trace: the next queued batch still
+/// gets its own generation, so its completions are not credited to the running batch (found
+/// in review: the key used to flip before the checks).
+#[test]
+fn rejected_queued_start_leaves_the_next_batch_its_own_generation() {
+    let mut dev = device_with(2, TimingMode::Virtual, |c| c.engines = Some(1));
+    bring_up(&mut dev);
+    open_window(&dev);
+    let data = pattern(9, 4 * 4096);
+    dev.mem.write(DATA, &data).unwrap();
+    run_batch(&mut dev, 0, &(0..4u64).map(|i| entry(DNVM_OP_WRITE, DATA + 4096 * i, 8 * i)).collect::<Vec<_>>(), Some(STATUS));
+    dev.mem.fill(DATA2, 4 * 4096, 0).unwrap();
+    // A: 4 slow reads (40 us each) into DATA2.
+    let a: Vec<_> = (0..4u64).map(|i| entry(DNVM_OP_READ, DATA2 + 4096 * i, 8 * i)).collect();
+    write_entries(&dev.mem, STAGING, &a).unwrap();
+    dev.mem.fill(STATUS, 16, 0).unwrap();
+    start_batch(&dev.mem, &dev.board, 0, STAGING, 4, Some(STATUS)).unwrap();
+    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 { dev.step(); }
+    // X: queued START rejected as a whole (NREQS > max_nreqs).
+    start_batch(&dev.mem, &dev.board, 0, STAGING + 0x4000, 4097, None).unwrap();
+    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 { dev.step(); }
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0) & HDU_QUEUED_BIT, 0, "X dropped");
+    // C: 16 fast writes, queued behind A.
+    start_writes(&mut dev, STAGING + 0x8000, STATUS + 0x1000, 1024, 16);
+    dev.mem.fill(STATUS + 16, 64, 0).unwrap(); // words just past A's array
+    dev.run_until_idle(1_000_000);
+    let aw: Vec<u32> = (0..4).map(|i| dev.mem.load32(STATUS + 4 * i).unwrap()).collect();
+    let past: Vec<u32> = (4..20).map(|i| dev.mem.load32(STATUS + 4 * i).unwrap()).collect();
+    assert_eq!(done_reg(&dev.mem, &dev.board, 0), HDU_DONE_BIT);
+    assert!(read_vec(&dev.mem, DATA2, 4 * 4096) == data, "A's reads landed");
+    assert!(past.iter().all(|&w| w == 0), "C's completions written past A's status array: {past:x?}");
+    assert!(aw.iter().all(|&w| w == DNVM_STATUS_DONE), "A's status words {aw:x?}");
+}

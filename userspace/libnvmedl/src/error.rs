@@ -19,7 +19,8 @@ pub enum Error {
         /// HDU error code.
         code: u32,
     },
-    /// A wait ran out (engine stuck, device gone). The handle needs `reset()` afterwards.
+    /// A wait ran out (engine stuck, device gone). The request reached the device and its
+    /// outcome is unknown (it may still run) until `reset()`, which the handle needs afterwards.
     Timeout,
     /// The LBA range lies (partly) past the end of the namespace.
     InvalidLba,

@@ -328,7 +328,8 @@ pub struct HandleStats {
     pub timeouts: u64,
     /// Requests completed from their status words before their batch's DONE (rev 2).
     pub early: u64,
-    /// Batches started while another was in flight (rev 2 START queue).
+    /// Batches started while another was in flight (rev 2 START queue; the device takes one as
+    /// a fresh START if the running batch ended meanwhile).
     pub queued: u64,
 }
 
@@ -420,6 +421,9 @@ pub struct Handle {
     runs: Vec<u32>,
     uid: u64,
     sync_result: Option<Result<()>>,
+    /// Sequence number of the request the running `sync` call waits for (0: none). A sync
+    /// request whose call gave up (Timeout) completes later into nothing.
+    sync_seq: u64,
     stats: HandleStats,
     _not_sync: PhantomData<Cell<()>>,
 }
@@ -500,6 +504,7 @@ impl Handle {
             runs: vec![0; pages],
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             sync_result: None,
+            sync_seq: 0,
             stats: HandleStats::default(),
             _not_sync: PhantomData,
         };
@@ -951,7 +956,9 @@ impl Handle {
             self.stats.errors += 1;
         }
         if s.sync {
-            self.sync_result = Some(result);
+            if s.info.seq == self.sync_seq {
+                self.sync_result = Some(result);
+            }
         } else {
             self.done.push_back(Completion { tag: s.tag, result });
         }
@@ -1170,13 +1177,19 @@ impl Handle {
         }
         self.sync_result = None;
         self.enqueue(s, &r, true);
-        loop {
+        self.sync_seq = self.seq;
+        let r = loop {
             self.progress(spins % 32 == 0);
             if let Some(r) = self.sync_result.take() {
-                return r;
+                break r;
             }
-            self.relax(&mut spins, t0)?;
-        }
+            if let Err(e) = self.relax(&mut spins, t0) {
+                break Err(e);
+            }
+        };
+        // A request given up on (Timeout) may still complete; it must not answer a later call.
+        self.sync_seq = 0;
+        r
     }
 
     /// Read `buf.len()` bytes at `lba` and wait.

@@ -613,3 +613,65 @@ fn start_queue_overlaps_batches_and_data_verifies() {
     assert!(dq <= s.queued, "the device queued {dq} STARTs, the library issued {} behind a batch", s.queued);
     assert_eq!(ip.model().stats().hdus[0].dropped_starts, 0, "no START was lost");
 }
+
+/// With the START queue a sync request can sit behind two batches whose clocks each restart
+/// at retire, so `sync` gives up after 2x timeout although no batch timed out (no wedge). Its
+/// late completion must not become the next sync call's result (found in review).
+#[test]
+fn sync_that_gave_up_does_not_answer_the_next_sync_call() {
+    let mut c = InProcConfig::new(HDU_REV2);
+    c.timing = fakehdu::TimingMode::WallClock;
+    let ip = InProc::start(c).expect("in-process board");
+    let dev = Device::from_platform(ip.clone()).expect("device");
+    let t = Duration::from_millis(200);
+    let mut h = dev.handle_with(0, HandleOptions { timeout: t, ..opts() }).unwrap();
+    let big = 2 << 20;
+    let a = h.buf_alloc(big).unwrap();
+    let b = h.buf_alloc(big).unwrap();
+    let cbuf = h.buf_alloc(big).unwrap();
+    let mut d = h.buf_alloc(4096).unwrap();
+    fill(&mut d, 1 << 16);
+    h.write(&d, 1 << 16).unwrap();
+    d.as_mut_slice().fill(0);
+    settle(&ip, &mut h);
+    // Each 2 MiB read now takes ~0.85 T of channel time; the device pipelines the batches.
+    ip.control(ControlOp::Slow { permille: 267_000 }).unwrap();
+    h.submit(Request::read(&a, 0)).unwrap();
+    h.submit(Request::read(&b, 4096)).unwrap();
+    let t0 = std::time::Instant::now();
+    while h.stats().queued == 0 {
+        h.kick();
+        assert!(t0.elapsed() < t, "{:?} batch_max {} entry_bytes {} done {:x}", h.stats(), h.batch_max(), h.entry_bytes(), done_reg(&ip, 0));
+    }
+    let r = h.read(&cbuf, 8192);
+    assert_eq!(r, Err(Error::Timeout));
+    assert!(!h.is_wedged(), "nothing timed out as far as the handle is concerned");
+    // The next sync call: a 4 KiB read that must fill `d`.
+    let r = h.read(&d, 1 << 16);
+    assert_eq!(r, Ok(()));
+    assert!(check(&d, 1 << 16), "sync read returned Ok but the data has not landed (C's stale result)");
+}
+
+/// A write queued behind a held batch fails with Timeout, but it was handed to the device:
+/// its outcome is unknown until the HDU is reset. After `reset()` it can no longer run (its
+/// entries are ABORTED), so the buffer may be reused safely (docs/libnvmedl.md, "Timeouts").
+#[test]
+fn timed_out_queued_write_cannot_run_after_reset() {
+    let (ip, dev) = board_with(HDU_REV2, 1, 1);
+    let mut h = dev.handle_with(0, HandleOptions { timeout: Duration::from_millis(200), ..opts() }).unwrap();
+    let mut b = h.buf_alloc(4096).unwrap();
+    b.as_mut_slice().fill(0x11);
+    h.write(&b, 4096).unwrap();
+    settle(&ip, &mut h);
+    ip.control(ControlOp::Stuck { hdu: 0, on: true }).unwrap();
+    h.read(&b, 0).unwrap(); // completes early from its status word; DONE is held
+    b.as_mut_slice().fill(0x22);
+    assert_eq!(h.write(&b, 4096), Err(Error::Timeout), "write queued behind the held batch");
+    assert!(h.is_wedged());
+    h.reset().unwrap();
+    b.as_mut_slice().fill(0x33); // the application reuses its buffer
+    ip.control(ControlOp::Stuck { hdu: 0, on: false }).unwrap();
+    let r = h.buf_alloc(4096).unwrap();
+    h.read(&r, 4096).unwrap();
+    assert!(r.as_slice().iter().all(|&x| x == 0x11), "LBA 4096 changed after reset by a write that failed: {:#x}", r.as_slice()[0]);
+}

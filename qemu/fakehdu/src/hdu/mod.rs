@@ -205,8 +205,9 @@ impl Hdu {
         } else {
             self.done = false;
         }
+        // The generation bit flips only for a batch that passes the checks below: a rejected
+        // START must not give the next queued batch the running batch's key.
         let key = self.next_key;
-        self.next_key ^= GEN_BIT;
         let nreqs = mem.load64(self.reg(HDU_REG_NREQS)).unwrap_or(0) as u32;
         let reqbuf = mem.load64(self.reg(HDU_REG_REQBUF)).unwrap_or(0);
         let mut b = Batch {
@@ -246,6 +247,7 @@ impl Hdu {
                 return;
             }
         }
+        self.next_key ^= GEN_BIT;
         if queue {
             self.queued = Some(b);
         } else {
