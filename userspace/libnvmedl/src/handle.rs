@@ -26,8 +26,8 @@
 //! therefore completes every in-flight request whose entries all show the done bit, without
 //! waiting for the batch's DONE; its slot and buffer are free at once, so new requests can be
 //! staged while the rest of the batch runs. Without a START queue the next START still waits
-//! for DONE (one batch in flight per HDU). Rev 1 has no status words and completes a batch at DONE only. **Rev 1 has no
-//! status**: a batch that reaches DONE is reported as all requests succeeding, whatever the
+//! for DONE (one batch in flight per HDU). Rev 1 has no status words and completes a batch at
+//! DONE only. **Rev 1 has no status**: a batch that reaches DONE is reported as all requests succeeding, whatever the
 //! SSD answered, and a START the HDU dropped after an earlier batch is indistinguishable from
 //! a finished batch (DONE stays 1). Use rev 2 where errors matter.
 //!

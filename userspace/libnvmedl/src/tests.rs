@@ -16,9 +16,15 @@ fn board(rev: u32, engines: u32) -> (Arc<InProc>, Device) {
 }
 
 fn board_with(rev: u32, engines: u32, start_queue: u32) -> (Arc<InProc>, Device) {
-    let mut c = InProcConfig::new(rev);
-    c.engines = engines;
-    c.start_queue = start_queue;
+    start_board(InProcConfig { engines, start_queue, ..InProcConfig::new(rev) })
+}
+
+/// A rev 2 board whose SSD model takes real (wall-clock) time per command.
+fn wallclock_board() -> (Arc<InProc>, Device) {
+    start_board(InProcConfig { timing: fakehdu::TimingMode::WallClock, ..InProcConfig::new(HDU_REV2) })
+}
+
+fn start_board(c: InProcConfig) -> (Arc<InProc>, Device) {
     let ip = InProc::start(c).expect("in-process board");
     let dev = Device::from_platform(ip.clone()).expect("device");
     (ip, dev)
@@ -561,10 +567,7 @@ fn rev1_completes_only_at_done() {
 /// runs (`stats.queued`), and every block still verifies.
 #[test]
 fn start_queue_overlaps_batches_and_data_verifies() {
-    let mut c = InProcConfig::new(HDU_REV2);
-    c.timing = fakehdu::TimingMode::WallClock;
-    let ip = InProc::start(c).expect("in-process board");
-    let dev = Device::from_platform(ip.clone()).expect("device");
+    let (ip, dev) = wallclock_board();
     let qd = 32usize;
     let mut h = dev.handle_with(0, HandleOptions { capacity: 2 * qd, iodepth: qd, ..opts() }).unwrap();
     let mut bufs: Vec<Buffer> = (0..qd).map(|_| h.buf_alloc(4096).unwrap()).collect();
@@ -619,10 +622,7 @@ fn start_queue_overlaps_batches_and_data_verifies() {
 /// late completion must not become the next sync call's result (found in review).
 #[test]
 fn sync_that_gave_up_does_not_answer_the_next_sync_call() {
-    let mut c = InProcConfig::new(HDU_REV2);
-    c.timing = fakehdu::TimingMode::WallClock;
-    let ip = InProc::start(c).expect("in-process board");
-    let dev = Device::from_platform(ip.clone()).expect("device");
+    let (ip, dev) = wallclock_board();
     let t = Duration::from_millis(200);
     let mut h = dev.handle_with(0, HandleOptions { timeout: t, ..opts() }).unwrap();
     let big = 2 << 20;
