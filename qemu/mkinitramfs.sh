@@ -18,6 +18,8 @@ for b in dnvm-guest-tests nvmedl nvmedl-bench dlexample; do
   [ -x "$GUEST_BIN/$b" ] || { echo "mkinitramfs: $GUEST_BIN/$b missing (make guest)" >&2; exit 1; }
   aarch64-linux-gnu-strip -o "$ROOT/bin/$b" "$GUEST_BIN/$b"
 done
+# Debian arm64 programs (fio, e2fsprogs, nvme-cli) with their shared libraries and loader.
+bash "$TOP/scripts/guest-debs.sh" --copy "$ROOT"
 install -m 0755 "$TOP/qemu/init.sh" "$ROOT/init"
 mkdir -p "$(dirname "$OUT")"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$OUT"
