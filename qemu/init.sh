@@ -10,7 +10,8 @@ mount -t sysfs sys /sys
 mount -t devtmpfs dev /dev 2>/dev/null
 mount -t debugfs debugfs /sys/kernel/debug
 mount -t tmpfs tmp /tmp
-export PATH=/bin
+# Debian programs (scripts/guest-debs.sh) live in /usr/sbin, /usr/bin and /sbin; busybox in /bin.
+export PATH=/usr/sbin:/usr/bin:/sbin:/bin
 mode=suite
 for a in $(cat /proc/cmdline); do
   case "$a" in
