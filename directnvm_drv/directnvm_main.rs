@@ -56,6 +56,10 @@ struct CtrlState {
 struct DevState {
     /// Owner (file id) of each core.
     claims: [u64; DNVM_MAX_CORES],
+    /// The owner's address space per claimed core (to zap its mappings at unbind).
+    owner_maps: [Option<FileMapping>; DNVM_MAX_CORES],
+    /// The device was unbound: no claim, no fault may map a page any more.
+    gone: bool,
     /// A core was claimed since the I/O queues were last created (`DNVM_INFO_QUEUES_USED`):
     /// the engines may have moved their queue pointers.
     queues_used: bool,
@@ -309,9 +313,10 @@ impl Drop for DnvmFile {
     fn drop(&mut self) {
         // Last reference to the file (all mappings are gone too): release its claims.
         let mut st = self.shared.state.lock();
-        for c in st.claims.iter_mut() {
-            if *c == self.id {
-                *c = 0;
+        for core in 0..DNVM_MAX_CORES {
+            if st.claims[core] == self.id {
+                st.claims[core] = 0;
+                st.owner_maps[core] = None;
             }
         }
     }
@@ -376,12 +381,16 @@ impl DnvmFile {
         let sh = &self.shared;
         let core = validate_claim(c, sh.layout.params.cores)?;
         let mut st = sh.state.lock();
+        if take && st.gone {
+            return Err(ENODEV);
+        }
         let owner = st.claims[core];
         if take {
             if owner != 0 {
                 return Err(EBUSY);
             }
             st.claims[core] = self.id;
+            st.owner_maps[core] = self.mapping.as_ref().map(FileMapping::dup);
             st.stats.claims += 1;
             // Whoever holds a core can start I/O, which moves the engines' queue pointers.
             if st.ctrl.ctrl.is_some() {
@@ -392,15 +401,47 @@ impl DnvmFile {
                 return Err(EINVAL);
             }
             // The core's pages must not stay mapped in this process once another file can own
-            // them: zap this file's mappings of the core's regions.
+            // them. Faults map pages only under this lock and only for the owner (`fault`), so
+            // after this zap no mapping of the file reaches the core, however mmap races it.
+            st.claims[core] = 0;
+            st.owner_maps[core] = None;
             if let Some(m) = &self.mapping {
                 let r = sh.layout.cores[core];
                 m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
             }
-            st.claims[core] = 0;
         }
         Ok(())
     }
+
+    /// Page fault on one of this file's mappings: map the page (and the rest of its region, up
+    /// to `FAULT_AROUND` pages) only while this file owns the core, under the lock that RELEASE,
+    /// close and unbind take to revoke it. Anything else gets SIGBUS.
+    fn fault(&self, f: &kshim::Fault) {
+        let sh = &self.shared;
+        let page = kernel::page::PAGE_SIZE as u64;
+        let Some(offset) = f.pgoff().checked_mul(page) else { return };
+        let st = sh.state.lock();
+        let Some(region) = sh.layout.find_user_region(offset, page) else { return };
+        if st.gone || st.claims[region.core as usize] != self.id {
+            return;
+        }
+        let npages = ((region.offset + region.size - offset) / page).min(FAULT_AROUND);
+        if f.insert(sh.carve, offset, npages).is_err() {
+            pr_warn!("fault at offset {:#x} outside the carve-out\n", offset);
+        }
+    }
+}
+
+/// Pages mapped per fault (the faulting one and the following ones of its region): 2 MiB, so a
+/// 64 MiB data slice takes 32 faults, and the device lock is held for at most 512 inserts.
+const FAULT_AROUND: u64 = 512;
+
+kshim::vm_fault_handler!(DnvmFile);
+
+/// Commands that change device state need a file opened for writing (EBADF otherwise, like
+/// write(2) on a read-only descriptor); read-only opens keep GET_INFO, GET_LAYOUT, GET_STATS.
+fn needs_write(c: Cmd) -> bool {
+    matches!(c, Cmd::Claim | Cmd::Release | Cmd::ControllerInit | Cmd::SetArbitration)
 }
 
 #[vtable]
@@ -435,19 +476,25 @@ impl MiscDevice for DnvmFile {
         vma.set_dontcopy();
         vma.set_dontexpand();
         let mut st = sh.state.lock();
-        if st.claims[region.core as usize] != me.id {
+        // Early, clear refusal; the authoritative check is in `fault`, at every page.
+        if st.gone || st.claims[region.core as usize] != me.id {
             return Err(EACCES);
         }
         // vm_pgoff is relative to the carve-out base, which is how the layout reports offsets.
-        kshim::map_phys(vma, sh.carve, cache)?;
+        // Nothing is mapped here: pages come at fault time (see `fault`).
+        kshim::map_on_fault(vma, cache)?;
         st.stats.mmaps += 1;
         Ok(())
     }
 
-    fn ioctl(me: &DnvmFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+    fn ioctl(me: &DnvmFile, file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let sh = &me.shared;
         let user = UserPtr::from_addr(arg);
-        match decode_ioctl(cmd)? {
+        let c = decode_ioctl(cmd)?;
+        if needs_write(c) && file.flags() & kernel::fs::file::flags::O_ACCMODE == kernel::fs::file::flags::O_RDONLY {
+            return Err(EBADF);
+        }
+        match c {
             Cmd::GetInfo => {
                 let info = sh.info(&sh.state.lock());
                 UserSlice::new(user, core::mem::size_of::<DnvmInfo>()).writer().write(&info)?;
@@ -538,6 +585,15 @@ impl platform::Driver for DnvmDriver {
     fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&DnvmData>) {
         let sh = &this.node.shared;
         let mut st = sh.state.lock();
+        // Open files outlive the device: they keep their claims' records, but no fault maps a
+        // page any more and every existing mapping of a claimed core is zapped.
+        st.gone = true;
+        for core in 0..DNVM_MAX_CORES {
+            if let Some(m) = st.owner_maps[core].take() {
+                let r = sh.layout.cores[core];
+                m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
+            }
+        }
         if let Some(mut c) = st.ctrl.ctrl.take() {
             if let Err(e) = c.shutdown(&Host { sh }) {
                 pr_warn!("controller shutdown at unbind: {:?}\n", e);
@@ -618,6 +674,8 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
             _claims: [bar_claim, carve_claim],
             state <- new_mutex!(DevState {
                 claims: [0; DNVM_MAX_CORES],
+                owner_maps: [const { None }; DNVM_MAX_CORES],
+                gone: false,
                 queues_used: false,
                 next_file: 0,
                 ctrl: CtrlState { ctrl: None, last_error: None },

@@ -34,26 +34,82 @@ int dnvm_shim_rmem(struct device *dev, unsigned int idx, struct dnvm_shim_rmem *
 	return 0;
 }
 
-/*
- * Map [phys, phys + len) into @vma with the page protection of @mode. vm_iomap_memory() checks
- * the VMA's size and vm_pgoff against the range, so a request past its end fails with -EINVAL.
- */
-int dnvm_shim_vm_iomap(struct vm_area_struct *vma, phys_addr_t phys, unsigned long len,
-		       unsigned int mode)
+/* Apply the page protection of @mode to @vma. */
+static int dnvm_shim_set_prot(struct vm_area_struct *vma, unsigned int mode)
 {
 	switch (mode) {
 	case DNVM_SHIM_MAP_DEVICE:
 		vma->vm_page_prot = pgprot_device(vma->vm_page_prot);
-		break;
+		return 0;
 	case DNVM_SHIM_MAP_WC:
 		vma->vm_page_prot = pgprot_writecombine(vma->vm_page_prot);
-		break;
+		return 0;
 	case DNVM_SHIM_MAP_CACHED:
-		break;
+		return 0;
 	default:
 		return -EINVAL;
 	}
-	return vm_iomap_memory(vma, phys, len);
+}
+
+/*
+ * Fault handler of every map-on-fault VMA: the module decides (dnvm_rs_fault). The VMA holds a
+ * reference to its file, so vm_file->private_data (the module's per-file state, freed only at
+ * the file's release) is alive for the whole fault.
+ */
+static vm_fault_t dnvm_shim_fault(struct vm_fault *vmf)
+{
+	vm_fault_t ret = VM_FAULT_SIGBUS;
+
+	dnvm_rs_fault(vmf->vma->vm_file->private_data, vmf, &ret);
+	return ret;
+}
+
+static const struct vm_operations_struct dnvm_shim_vm_ops = {
+	.fault = dnvm_shim_fault,
+};
+
+/*
+ * Prepare @vma for map-on-fault with the memory type of @mode: no page is mapped here, so no
+ * PTE can exist before the VMA is linked into the file's mapping tree (where RELEASE, close and
+ * unbind find it with unmap_mapping_range()). VM_DONTCOPY: a fork does not inherit it.
+ */
+int dnvm_shim_vm_on_fault(struct vm_area_struct *vma, unsigned int mode)
+{
+	int ret = dnvm_shim_set_prot(vma, mode);
+
+	if (ret)
+		return ret;
+	vm_flags_set(vma, VM_IO | VM_PFNMAP | VM_DONTEXPAND | VM_DONTDUMP | VM_DONTCOPY);
+	vma->vm_ops = &dnvm_shim_vm_ops;
+	return 0;
+}
+
+/* File page offset of the faulting address. */
+u64 dnvm_shim_fault_pgoff(struct vm_fault *vmf)
+{
+	return vmf->pgoff;
+}
+
+/*
+ * Map the faulting page at @phys and up to @npages - 1 following pages (phys contiguous, within
+ * the VMA) so a large buffer does not take one fault per page. Called by the module with its
+ * lock held; *ret gets the result for the faulting page (VM_FAULT_NOPAGE when mapped).
+ */
+void dnvm_shim_fault_insert(struct vm_fault *vmf, phys_addr_t phys, unsigned long npages,
+			    vm_fault_t *ret)
+{
+	struct vm_area_struct *vma = vmf->vma;
+	unsigned long addr = vmf->address & PAGE_MASK;
+	unsigned long pfn = PHYS_PFN(phys);
+	unsigned long i;
+
+	*ret = vmf_insert_pfn_prot(vma, addr, pfn, vma->vm_page_prot);
+	if (*ret & VM_FAULT_ERROR)
+		return;
+	for (i = 1; i < npages && addr + i * PAGE_SIZE < vma->vm_end; i++)
+		if (vmf_insert_pfn_prot(vma, addr + i * PAGE_SIZE, pfn + i, vma->vm_page_prot) &
+		    VM_FAULT_ERROR)
+			break;
 }
 
 /*

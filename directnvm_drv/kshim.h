@@ -8,10 +8,12 @@
 #define DIRECTNVM_KSHIM_H
 
 #include <linux/types.h>
+#include <linux/mm_types.h>
 
 struct device;
 struct vm_area_struct;
 struct address_space;
+struct vm_fault;
 
 /* Result of dnvm_shim_rmem(): the reserved-memory region behind "memory-region" index idx. */
 struct dnvm_shim_rmem {
@@ -21,17 +23,28 @@ struct dnvm_shim_rmem {
 	u32 reserved;
 };
 
-/* Cache modes of dnvm_shim_vm_iomap(). Keep in sync with kshim.rs `Cache`. */
+/* Cache modes of dnvm_shim_vm_on_fault(). Keep in sync with kshim.rs `Cache`. */
 #define DNVM_SHIM_MAP_DEVICE	0	/* Device-nGnRE, same type as ioremap(): registers */
 #define DNVM_SHIM_MAP_WC	1	/* Normal non-cacheable: carve-out, matches memremap(WC) */
 #define DNVM_SHIM_MAP_CACHED	2	/* Normal cacheable: only for a coherent engine path */
 
 int dnvm_shim_rmem(struct device *dev, unsigned int idx, struct dnvm_shim_rmem *out);
-int dnvm_shim_vm_iomap(struct vm_area_struct *vma, phys_addr_t phys, unsigned long len,
-		       unsigned int mode);
 void *dnvm_shim_memremap_wc(phys_addr_t phys, size_t size);
 void dnvm_shim_memunmap(void *addr);
 void dnvm_shim_zap_mapping(struct address_space *mapping, u64 start, u64 len);
+
+/*
+ * Map-on-fault user mappings. dnvm_shim_vm_on_fault() prepares a VMA (memory type, VM_PFNMAP,
+ * no page yet); every fault calls the module's dnvm_rs_fault() with the faulting file's
+ * private data, which decides under the module's own lock whether the file may still reach
+ * that page and, if so, calls dnvm_shim_fault_insert() before dropping the lock. A VMA whose
+ * file lost the right gets SIGBUS: *ret stays VM_FAULT_SIGBUS unless an insert happened.
+ */
+int dnvm_shim_vm_on_fault(struct vm_area_struct *vma, unsigned int mode);
+void dnvm_rs_fault(void *file_private, struct vm_fault *vmf, vm_fault_t *ret);
+u64 dnvm_shim_fault_pgoff(struct vm_fault *vmf);
+void dnvm_shim_fault_insert(struct vm_fault *vmf, phys_addr_t phys, unsigned long npages,
+			    vm_fault_t *ret);
 
 int dnvm_shim_request_mem(u64 start, u64 size, const char *name);
 void dnvm_shim_release_mem(u64 start, u64 size);

@@ -2,8 +2,8 @@
 //! The one place with `unsafe` in the DirectNVM kernel modules (`directnvm.ko` and `hdu.ko` both
 //! compile this file as their `kshim` module).
 //!
-//! It wraps the C helpers of `kshim.c` (reserved memory, `pgprot_*` + `vm_iomap_memory`,
-//! `memremap`, `unmap_mapping_range`) and the two kernel-crate internals that Linux 7.3 keeps
+//! It wraps the C helpers of `kshim.c` (reserved memory, `pgprot_*`, the
+//! map-on-fault vm_operations, `memremap`, `unmap_mapping_range`) and the two kernel-crate internals that Linux 7.3 keeps
 //! private (the raw `struct device *` and `vm_pgoff`). Everything it returns is safe to use.
 
 use core::ffi::{c_int, c_uint, c_ulong, c_void};
@@ -22,12 +22,9 @@ extern "C" {
     // Kernel structs are passed as `c_void` pointers: bindgen's opaque members make the real
     // types trip `improper_ctypes`, and the C side has the true prototypes (kshim.h).
     fn dnvm_shim_rmem(dev: *mut c_void, idx: c_uint, out: *mut RawRmem) -> c_int;
-    fn dnvm_shim_vm_iomap(
-        vma: *mut c_void,
-        phys: bindings::phys_addr_t,
-        len: c_ulong,
-        mode: c_uint,
-    ) -> c_int;
+    fn dnvm_shim_vm_on_fault(vma: *mut c_void, mode: c_uint) -> c_int;
+    fn dnvm_shim_fault_pgoff(vmf: *mut c_void) -> u64;
+    fn dnvm_shim_fault_insert(vmf: *mut c_void, phys: bindings::phys_addr_t, npages: c_ulong, ret: *mut c_uint);
     fn dnvm_shim_memremap_wc(phys: bindings::phys_addr_t, size: usize) -> *mut c_void;
     fn dnvm_shim_memunmap(addr: *mut c_void);
     fn dnvm_shim_zap_mapping(mapping: *mut c_void, start: u64, len: u64);
@@ -120,15 +117,79 @@ pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
     unsafe { (*vma.as_ptr()).vm_pgoff as usize }
 }
 
-/// Map `len` bytes of `win`, starting `vma_pgoff` pages into it, into `vma` with `cache`.
-/// `vm_iomap_memory` refuses sizes or offsets past the end of `win` with EINVAL.
-pub(crate) fn map_phys(vma: &VmaNew, win: PhysWindow, cache: Cache) -> Result {
-    let len: c_ulong = win.size.try_into()?;
-    // SAFETY: `vma` is the VMA under construction in an mmap handler; `win` is device memory or
-    // a no-map carve-out owned by this driver (the only sources of `PhysWindow`), so mapping it
-    // cannot expose kernel RAM.
-    let ret = unsafe { dnvm_shim_vm_iomap(vma.as_ptr().cast(), win.base, len, cache as c_uint) };
-    kernel::error::to_result(ret)
+/// Prepare `vma` for map-on-fault with memory type `cache`: nothing is mapped now; each fault
+/// asks the module (`vm_fault_handler!`), which maps pages only while the file may reach them.
+/// So no page can be mapped before the VMA is in the file's mapping tree, where RELEASE, close
+/// and unbind zap it (docs/design.md "Claims and mappings").
+pub(crate) fn map_on_fault(vma: &VmaNew, cache: Cache) -> Result {
+    // SAFETY: `vma` is the VMA under construction in an mmap handler (mmap lock held for
+    // writing); the shim only sets its page protection, flags and vm_ops.
+    kernel::error::to_result(unsafe { dnvm_shim_vm_on_fault(vma.as_ptr().cast(), cache as c_uint) })
+}
+
+/// One page fault on a map-on-fault VMA (valid during `dnvm_rs_fault` only).
+pub(crate) struct Fault {
+    vmf: *mut c_void,
+    ret: *mut c_uint,
+}
+
+impl Fault {
+    /// File page offset of the faulting address.
+    pub(crate) fn pgoff(&self) -> u64 {
+        // SAFETY: `vmf` is the live `struct vm_fault` of this fault.
+        unsafe { dnvm_shim_fault_pgoff(self.vmf) }
+    }
+
+    /// Map the faulting page to byte `off` of `win`, and up to `npages - 1` following pages
+    /// (fewer at the end of `win` or of the VMA). Without a call, the fault ends in SIGBUS.
+    pub(crate) fn insert(&self, win: PhysWindow, off: u64, npages: u64) -> Result {
+        let page = kernel::page::PAGE_SIZE as u64;
+        if off % page != 0 || off >= win.size || npages == 0 {
+            return Err(EINVAL);
+        }
+        let npages = npages.min((win.size - off) / page);
+        // SAFETY: `vmf` is the live fault and `ret` its result slot; the pages lie inside `win`
+        // (checked above), device memory or a no-map carve-out owned by this driver (the only
+        // sources of `PhysWindow`), so no kernel RAM is exposed.
+        unsafe { dnvm_shim_fault_insert(self.vmf, win.base + off, npages as c_ulong, self.ret) };
+        Ok(())
+    }
+}
+
+/// Define `dnvm_rs_fault`, the fault entry point of the shim's vm_operations, for files of type
+/// `$file` (a `MiscDevice` with `Ptr = KBox<$file>`). It calls
+/// `$file::fault(&self, &kshim::Fault)`, which must decide and insert under the same lock that
+/// revokes the file's right to the pages (and zaps them).
+macro_rules! vm_fault_handler {
+    ($file:ty) => {
+        /// Fault callback of map-on-fault VMAs (called from the C shim).
+        #[no_mangle]
+        extern "C" fn dnvm_rs_fault(
+            private: *mut core::ffi::c_void,
+            vmf: *mut core::ffi::c_void,
+            ret: *mut core::ffi::c_uint,
+        ) {
+            // SAFETY: `private` is the faulting VMA's `vm_file->private_data`: the
+            // `KBox<$file>` that `MiscDevice::open` returned (`into_foreign` of a box is the
+            // raw pointer). The VMA holds a reference to the file, so the box is freed only
+            // after the fault returns. Only this module's VMAs use the shim's vm_operations.
+            // `vmf` and `ret` are the live fault and its result slot, for this call only.
+            let (file, fault) = unsafe { (&*private.cast::<$file>(), $crate::kshim::Fault::new(vmf, ret)) };
+            <$file>::fault(file, &fault);
+        }
+    };
+}
+pub(crate) use vm_fault_handler;
+
+impl Fault {
+    /// Wrap the shim's arguments (used by `vm_fault_handler!` only).
+    ///
+    /// # Safety
+    /// `vmf` must be the live `struct vm_fault *` and `ret` its result slot, both valid for as
+    /// long as the returned value is used.
+    pub(crate) unsafe fn new(vmf: *mut c_void, ret: *mut c_uint) -> Self {
+        Self { vmf, ret }
+    }
 }
 
 /// A kernel write-combining mapping of part of the carve-out (admin queues, identify page).
@@ -204,6 +265,12 @@ impl FileMapping {
         // file (and so its inode) is alive.
         let m = unsafe { (*file.as_ptr()).f_mapping };
         NonNull::new(m).map(Self)
+    }
+
+    /// A second handle on the same address space, under the same rule: the owner drops it
+    /// (under its lock) before the file it came from is released.
+    pub(crate) fn dup(&self) -> Self {
+        Self(self.0)
     }
 
     /// Remove the user mappings of file bytes `[start, start + len)` (`len` 0: to the end) of

@@ -324,6 +324,21 @@ impl Drop for HduFile {
     }
 }
 
+impl HduFile {
+    /// Page fault on the owner's register mapping: map the user page only while the HDU is
+    /// bound, under the lock unbind takes before it zaps; else SIGBUS.
+    fn fault(&self, f: &kshim::Fault) {
+        let st = self.shared.state.lock();
+        if self.owner && !st.gone && f.pgoff() == 0 {
+            if f.insert(self.shared.user, 0, 1).is_err() {
+                pr_warn!("hdu{}: register page fault refused\n", self.shared.index);
+            }
+        }
+    }
+}
+
+kshim::vm_fault_handler!(HduFile);
+
 #[vtable]
 impl MiscDevice for HduFile {
     type Ptr = KBox<Self>;
@@ -365,12 +380,14 @@ impl MiscDevice for HduFile {
         if st.gone {
             return Err(ENODEV);
         }
-        kshim::map_phys(vma, me.shared.user, Cache::Device)?;
+        // Nothing is mapped here: the page comes at fault time, under `state`, only while the
+        // HDU is bound (see `HduFile::fault`), so unbind's zap cannot miss a racing mmap.
+        kshim::map_on_fault(vma, Cache::Device)?;
         st.mmaps += 1;
         Ok(())
     }
 
-    fn ioctl(me: &HduFile, _file: &File, cmd: u32, arg: usize) -> Result<isize> {
+    fn ioctl(me: &HduFile, file: &File, cmd: u32, arg: usize) -> Result<isize> {
         let sh = &me.shared;
         let user = UserPtr::from_addr(arg);
         if dnvm_ioc_type(cmd) != HDU_IOC_MAGIC {
@@ -388,6 +405,10 @@ impl MiscDevice for HduFile {
             HDU_IOC_RESET | HDU_IOC_RESET_QUEUES => {
                 if !me.owner {
                     return Err(EPERM);
+                }
+                // State-changing commands need a file opened for writing.
+                if file.flags() & kernel::fs::file::flags::O_ACCMODE == kernel::fs::file::flags::O_RDONLY {
+                    return Err(EBADF);
                 }
                 sh.reset_engine(cmd == HDU_IOC_RESET_QUEUES)?;
             }

@@ -121,7 +121,7 @@ fn cycle(busy: u32) -> Case {
 }
 
 /// The platform device name (e.g. `7f000000.hdu`) of HDU `index`.
-fn hdu_device(index: u32) -> Result<String, String> {
+pub fn hdu_device(index: u32) -> Result<String, String> {
     let dir = "/sys/bus/platform/devices";
     for e in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
         let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();

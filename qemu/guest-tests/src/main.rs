@@ -15,8 +15,10 @@
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
 
 mod drivers;
+mod errtable;
 mod faults;
 mod fuzz;
+mod isolation;
 mod kdrv;
 mod klog;
 mod known_bugs;
@@ -37,6 +39,7 @@ fn reliability(t: &mut tap::Tap) {
     soak::run_short(t);
     faults::run(t);
     stress::run(t, 1);
+    isolation::run(t, 1);
     lifecycle::run_unbind(t);
     fuzz::run(t, 3000);
     known_bugs::run_fixed(t);
@@ -54,10 +57,16 @@ fn main() {
             rawio::run(&mut t);
             kdrv::run(&mut t);
             library::run(&mut t);
+            errtable::run(&mut t);
             reliability(&mut t);
         }
         // The reliability groups alone, in their suite forms (quicker to iterate on).
         "reliability" => reliability(&mut t),
+        // The mapping-isolation races alone (issue 14).
+        "isolation" => {
+            errtable::run(&mut t);
+            isolation::run(&mut t, 1);
+        }
         // Reproducers of the module bugs these groups found (fail or hang until fixed).
         "knownbugs" => known_bugs::run(&mut t),
         "soak" => {
@@ -66,13 +75,14 @@ fn main() {
         "fuzz" => {
             fuzz::run(&mut t, 200_000);
             stress::run(&mut t, 10);
+            isolation::run(&mut t, 5);
         }
         // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|reliability|knownbugs|soak|fuzz|libbench|wrr|info] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|info] (got {other})");
             std::process::exit(2);
         }
     }
