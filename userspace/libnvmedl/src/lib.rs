@@ -33,6 +33,7 @@ pub mod ffi;
 pub mod handle;
 pub mod mmio;
 pub mod platform;
+pub mod qos;
 pub mod sched;
 
 #[cfg(any(test, feature = "inproc"))]

@@ -1,0 +1,4 @@
+//! Quality of service (level 1 of the two-level queue, DESIGN §7). Today: the queueing model
+//! behind the depth advisor (`mdk`).
+
+pub mod mdk;
