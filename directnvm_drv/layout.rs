@@ -8,9 +8,9 @@
 //! userspace's in-process backend (`#[path]` include), so both partition identically.
 
 use crate::abi::{
-    DnvmInfo, DnvmLayout, DnvmRegion, DNVM_ABI_VERSION, DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_REV1_BLOCK_SIZE, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
-    DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_NO_CORE, DNVM_REGION_ADMIN,
-    DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS,
+    DnvmInfo, DnvmLayout, DnvmRegion, DNVM_ABI_VERSION, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
+    DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_NO_CORE, DNVM_REGION_ADMIN,
+    DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS, DNVM_REV1_BLOCK_SIZE,
 };
 
 /// Pages of the admin region: admin SQ, admin CQ, identify/data page.
@@ -110,10 +110,7 @@ impl Layout {
         } else {
             p.size.saturating_sub(fixed) / cores / p.page * p.page
         };
-        let need = data
-            .checked_mul(cores)
-            .and_then(|d| d.checked_add(fixed))
-            .ok_or(too_big)?;
+        let need = data.checked_mul(cores).and_then(|d| d.checked_add(fixed)).ok_or(too_big)?;
         if data < p.page || need > p.size {
             return Err(LayoutError::TooSmall(need.max(fixed + cores * p.page)));
         }

@@ -7,14 +7,14 @@
 //! by CAP.TO; every failure returns an `NvmeError` naming the step and the NVMe status.
 
 use crate::abi::{
-    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_QUEUE_STRIDE,
-    DNVM_QWIN_SQ_OFFSET,
+    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET,
+    DNVM_QWIN_QUEUE_STRIDE, DNVM_QWIN_SQ_OFFSET,
 };
 
 // NVMe spec numbers: one copy, in the shared ABI (also used by the controller model).
 use crate::abi::nvme::{
-    admin as opc, feat as fid, reg, CAP_AMS_WRR, CC_AMS_SHIFT, CC_AMS_WRR, CC_EN, CC_IOQES, CC_SHN_NORMAL,
-    CC_SHN_SHIFT, CQE_SIZE, CSTS_CFS, CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, SQE_SIZE,
+    admin as opc, feat as fid, reg, CAP_AMS_WRR, CC_AMS_SHIFT, CC_AMS_WRR, CC_EN, CC_IOQES, CC_SHN_NORMAL, CC_SHN_SHIFT, CQE_SIZE,
+    CSTS_CFS, CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, SQE_SIZE,
 };
 
 /// Entries in each admin queue (matches the admin region layout: one page each).

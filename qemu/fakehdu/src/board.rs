@@ -88,10 +88,7 @@ impl Board {
 
         let mut board = Board::qemu_default();
         board.hdus.clear();
-        let engine = nodes
-            .iter()
-            .find(|n| n.compatible.iter().any(|c| c == DT_COMPAT_ENGINE))
-            .ok_or("no directnvm,engine node")?;
+        let engine = nodes.iter().find(|n| n.compatible.iter().any(|c| c == DT_COMPAT_ENGINE)).ok_or("no directnvm,engine node")?;
         let (bar, bar_size) = *engine.reg.first().ok_or("engine node has no reg")?;
         board.nvme_bar = bar;
         board.nvme_bar_size = bar_size;
@@ -112,11 +109,7 @@ impl Board {
 
         for (i, n) in nodes.iter().filter(|n| n.compatible.iter().any(|c| c == DT_COMPAT_HDU)).enumerate() {
             let user = n.reg.first().ok_or("hdu node has no reg")?.0;
-            board.hdus.push(HduAddr {
-                index: n.u32("directnvm,index").unwrap_or(i as u32),
-                user,
-                privileged: n.reg.get(1).map(|r| r.0),
-            });
+            board.hdus.push(HduAddr { index: n.u32("directnvm,index").unwrap_or(i as u32), user, privileged: n.reg.get(1).map(|r| r.0) });
         }
         board.hdus.sort_by_key(|h| h.index);
         if board.hdus.is_empty() {
@@ -180,9 +173,7 @@ fn parse_reg(v: &[u8], c: Cells) -> Vec<(u64, u64)> {
     if step == 0 {
         return Vec::new();
     }
-    v.chunks_exact(step)
-        .filter_map(|e| Some((read_cells(e, c.addr)?, read_cells(&e[c.addr * 4..], c.size)?)))
-        .collect()
+    v.chunks_exact(step).filter_map(|e| Some((read_cells(e, c.addr)?, read_cells(&e[c.addr * 4..], c.size)?))).collect()
 }
 
 /// Walk the tree; `parent` are the cell sizes that apply to this node's `reg`.

@@ -55,6 +55,10 @@ impl Clock {
 
     /// `ns` if timing is enabled, else 0 (used for controller delays).
     pub fn delay(&self, ns: u64) -> u64 {
-        if self.timed() { ns } else { 0 }
+        if self.timed() {
+            ns
+        } else {
+            0
+        }
     }
 }

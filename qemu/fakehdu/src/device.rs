@@ -254,7 +254,11 @@ impl Device {
 
     /// Earliest scheduled event (virtual/wall time, ns).
     pub fn next_event(&self) -> Option<u64> {
-        if self.quiesced { None } else { self.nvme.next_event() }
+        if self.quiesced {
+            None
+        } else {
+            self.nvme.next_event()
+        }
     }
 
     /// Step until nothing happens; in virtual time also advance to pending events. Bounded by

@@ -38,11 +38,7 @@ impl Disk {
     /// A sparse image in the temporary directory, deleted as soon as it is open.
     pub fn temp(size: u64) -> Result<Self, String> {
         static N: AtomicU64 = AtomicU64::new(0);
-        let path = std::env::temp_dir().join(format!(
-            "fakehdu-{}-{}.img",
-            std::process::id(),
-            N.fetch_add(1, Ordering::Relaxed)
-        ));
+        let path = std::env::temp_dir().join(format!("fakehdu-{}-{}.img", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
         let disk = Self::open(&path, size)?;
         let _ = std::fs::remove_file(&path);
         Ok(disk)

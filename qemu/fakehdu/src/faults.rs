@@ -44,9 +44,7 @@ impl Faults {
     /// Status for an I/O command, if a rule hits (consumes one hit).
     pub fn io_status(&mut self, opcode: u8, slba: u64, nblocks: u64) -> Option<u16> {
         let end = slba.saturating_add(nblocks);
-        let idx = self.io.iter().position(|f| {
-            f.opcode.is_none_or(|o| o == opcode) && slba < f.lba_end && end > f.lba_start
-        })?;
+        let idx = self.io.iter().position(|f| f.opcode.is_none_or(|o| o == opcode) && slba < f.lba_end && end > f.lba_start)?;
         let f = &mut self.io[idx];
         let status = f.status;
         if let Some(r) = f.remaining.as_mut() {

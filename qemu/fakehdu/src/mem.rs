@@ -36,8 +36,7 @@ impl GuestMem {
     /// Anonymous, lazily populated memory (for in-process use and tests).
     pub fn anonymous(base: u64, size: u64) -> Result<Self, String> {
         let len = usize::try_from(size).map_err(|e| e.to_string())?;
-        let inner = GuestMemoryMmap::from_ranges(&[(GuestAddress(base), len)])
-            .map_err(|e| format!("anonymous guest memory: {e}"))?;
+        let inner = GuestMemoryMmap::from_ranges(&[(GuestAddress(base), len)]).map_err(|e| format!("anonymous guest memory: {e}"))?;
         Ok(Self { inner: Arc::new(inner), base, size })
     }
 
@@ -47,12 +46,8 @@ impl GuestMem {
         let need = file_offset.checked_add(size).ok_or("memory file size overflows")?;
         let file = crate::disk::open_sized(path, need)?;
         let len = usize::try_from(size).map_err(|e| e.to_string())?;
-        let inner = GuestMemoryMmap::from_ranges_with_files([(
-            GuestAddress(base),
-            len,
-            Some(FileOffset::new(file, file_offset)),
-        )])
-        .map_err(|e| format!("mapping {}: {e}", path.display()))?;
+        let inner = GuestMemoryMmap::from_ranges_with_files([(GuestAddress(base), len, Some(FileOffset::new(file, file_offset)))])
+            .map_err(|e| format!("mapping {}: {e}", path.display()))?;
         Ok(Self { inner: Arc::new(inner), base, size })
     }
 
@@ -68,8 +63,7 @@ impl GuestMem {
 
     /// True if `[addr, addr + len)` lies entirely inside RAM.
     pub fn contains(&self, addr: u64, len: u64) -> bool {
-        addr >= self.base
-            && addr.checked_add(len).is_some_and(|end| end <= self.base + self.size)
+        addr >= self.base && addr.checked_add(len).is_some_and(|end| end <= self.base + self.size)
     }
 
     fn fault(addr: u64, len: usize) -> MemFault {

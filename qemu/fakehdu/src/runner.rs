@@ -48,10 +48,7 @@ impl FakeHdu {
         let board = dev.board.clone();
         let shared = Arc::new(Shared { dev: Mutex::new(dev), stop: AtomicBool::new(false) });
         let s = shared.clone();
-        let thread = std::thread::Builder::new()
-            .name("fake-hdu".into())
-            .spawn(move || poll_loop(&s))
-            .ok();
+        let thread = std::thread::Builder::new().name("fake-hdu".into()).spawn(move || poll_loop(&s)).ok();
         Self { shared, mem, board, thread }
     }
 

@@ -133,7 +133,9 @@ impl HostNvme {
         self.sq_tail = 0;
         self.cq_head = 0;
         self.phase = true;
-        self.wait(pump, "CSTS.RDY = 1", |m| m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0)?;
+        self.wait(pump, "CSTS.RDY = 1", |m| {
+            m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0
+        })?;
         if self.reg32(spec::r(spec::reg::CSTS)) & spec::CSTS_CFS != 0 {
             return Err("controller fatal status after enable".into());
         }
@@ -209,14 +211,20 @@ impl HostNvme {
             return Err(format!("namespace LBA size 2^{} is not 512", id.lbads));
         }
         let n = p.num_queues.unwrap_or(p.hdus * p.engines).max(1);
-        let c = self.admin_ok(pump, Sqe {
-            opcode: admin::SET_FEATURES,
-            cdw: [u32::from(feat::NUM_QUEUES), (n - 1) | ((n - 1) << 16), 0, 0, 0, 0],
-            ..Default::default()
-        })?;
+        let c = self.admin_ok(
+            pump,
+            Sqe {
+                opcode: admin::SET_FEATURES,
+                cdw: [u32::from(feat::NUM_QUEUES), (n - 1) | ((n - 1) << 16), 0, 0, 0, 0],
+                ..Default::default()
+            },
+        )?;
         id.queues = (c.dw0 as u16, (c.dw0 >> 16) as u16);
         if let Some(a) = p.arbitration {
-            self.admin_ok(pump, Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() })?;
+            self.admin_ok(
+                pump,
+                Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() },
+            )?;
         }
         for h in 0..p.hdus {
             for e in 0..p.engines {

@@ -28,7 +28,8 @@ fn io_error_reaches_rev2_status() {
     let mut dev = device(2, TimingMode::None);
     bring_up(&mut dev);
     open_window(&dev);
-    dev.control(ControlOp::IoError(fakehdu::faults::IoFault { lba_start: 0, lba_end: 8, opcode: Some(1), status: 0x280, remaining: None })).unwrap();
+    dev.control(ControlOp::IoError(fakehdu::faults::IoFault { lba_start: 0, lba_end: 8, opcode: Some(1), status: 0x280, remaining: None }))
+        .unwrap();
     run_batch(&mut dev, 0, &[entry(DNVM_OP_READ, DATA, 0), entry(DNVM_OP_WRITE, DATA, 0)], Some(STATUS));
     assert_eq!(dev.mem.load32(STATUS).unwrap(), DNVM_STATUS_DONE);
     assert_eq!(dnvm_status_nvme(dev.mem.load32(STATUS + 4).unwrap()), 0x280);

@@ -36,33 +36,90 @@ fn registers_and_identify() {
 #[test]
 fn admin_status_codes() {
     let mut dev = device(1, TimingMode::None);
-    let (_, mut h) = bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: None, engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let (_, mut h) =
+        bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: None, engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
     let h = &mut h;
     let buf = 0x7b00_8000;
     let q = |qid: u32, size: u32| qid | ((size - 1) << 16);
     assert_eq!(admin_status(&mut dev, h, Sqe { opcode: 0x7f, ..Default::default() }), s::INVALID_OPCODE);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::IDENTIFY, prp1: buf, cdw: [0x10, 0, 0, 0, 0, 0], ..Default::default() }), s::INVALID_FIELD);
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::IDENTIFY, prp1: buf, cdw: [0x10, 0, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_FIELD
+    );
     assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::IDENTIFY, nsid: 2, prp1: buf, ..Default::default() }), s::INVALID_NAMESPACE);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::IDENTIFY, nsid: 0, prp1: buf, cdw: [2, 0, 0, 0, 0, 0], ..Default::default() }), s::SUCCESS);
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::IDENTIFY, nsid: 0, prp1: buf, cdw: [2, 0, 0, 0, 0, 0], ..Default::default() }),
+        s::SUCCESS
+    );
     assert_eq!(dev.mem.load32(buf).unwrap(), 1, "active namespace list = [1]");
     let cq = HOSTQ + 0x10000;
     // Create I/O CQ: QID 0, bad size, PC = 0, misaligned, too big.
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(0, 16), 1, 0, 0, 0, 0], ..Default::default() }), s::INVALID_QID);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 1), 1, 0, 0, 0, 0], ..Default::default() }), s::INVALID_QSIZE);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 8192), 1, 0, 0, 0, 0], ..Default::default() }), s::INVALID_QSIZE);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 16), 0, 0, 0, 0, 0], ..Default::default() }), s::INVALID_FIELD);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq + 8, cdw: [q(9, 16), 1, 0, 0, 0, 0], ..Default::default() }), s::INVALID_PRP_OFFSET);
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(0, 16), 1, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_QID
+    );
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 1), 1, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_QSIZE
+    );
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 8192), 1, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_QSIZE
+    );
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q(9, 16), 0, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_FIELD
+    );
+    assert_eq!(
+        admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_CQ, prp1: cq + 8, cdw: [q(9, 16), 1, 0, 0, 0, 0], ..Default::default() }),
+        s::INVALID_PRP_OFFSET
+    );
     // Create I/O SQ on a missing CQ.
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::CREATE_SQ, prp1: HOSTQ, cdw: [q(9, 16), 1 | (9 << 16), 0, 0, 0, 0], ..Default::default() }), s::CQ_INVALID);
+    assert_eq!(
+        admin_status(
+            &mut dev,
+            h,
+            Sqe { opcode: admin::CREATE_SQ, prp1: HOSTQ, cdw: [q(9, 16), 1 | (9 << 16), 0, 0, 0, 0], ..Default::default() }
+        ),
+        s::CQ_INVALID
+    );
     // Delete missing SQ / CQ.
     assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::DELETE_SQ, cdw: [9, 0, 0, 0, 0, 0], ..Default::default() }), s::INVALID_QID);
     assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::DELETE_CQ, cdw: [0, 0, 0, 0, 0, 0], ..Default::default() }), s::INVALID_QID);
     // Number of queues: 0xffff is invalid; after queues exist it is a sequence error.
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 0xffff, 0, 0, 0, 0], ..Default::default() }), s::INVALID_FIELD);
+    assert_eq!(
+        admin_status(
+            &mut dev,
+            h,
+            Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 0xffff, 0, 0, 0, 0], ..Default::default() }
+        ),
+        s::INVALID_FIELD
+    );
     // Saveable features are not supported.
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::ARBITRATION as u32 | 1 << 31, 0, 0, 0, 0, 0], ..Default::default() }), s::FEATURE_NOT_SAVEABLE);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::GET_LOG_PAGE, prp1: buf, cdw: [0x02 | (127 << 16), 0, 0, 0, 0, 0], ..Default::default() }), s::SUCCESS);
-    assert_eq!(admin_status(&mut dev, h, Sqe { opcode: admin::GET_LOG_PAGE, prp1: buf, cdw: [0x7f | (127 << 16), 0, 0, 0, 0, 0], ..Default::default() }), s::INVALID_LOG_PAGE);
+    assert_eq!(
+        admin_status(
+            &mut dev,
+            h,
+            Sqe { opcode: admin::SET_FEATURES, cdw: [feat::ARBITRATION as u32 | 1 << 31, 0, 0, 0, 0, 0], ..Default::default() }
+        ),
+        s::FEATURE_NOT_SAVEABLE
+    );
+    assert_eq!(
+        admin_status(
+            &mut dev,
+            h,
+            Sqe { opcode: admin::GET_LOG_PAGE, prp1: buf, cdw: [0x02 | (127 << 16), 0, 0, 0, 0, 0], ..Default::default() }
+        ),
+        s::SUCCESS
+    );
+    assert_eq!(
+        admin_status(
+            &mut dev,
+            h,
+            Sqe { opcode: admin::GET_LOG_PAGE, prp1: buf, cdw: [0x7f | (127 << 16), 0, 0, 0, 0, 0], ..Default::default() }
+        ),
+        s::INVALID_LOG_PAGE
+    );
 }
 
 fn with_queues(dev: &mut Device) -> IoQ {
@@ -81,17 +138,25 @@ fn queue_lifecycle_status_codes() {
     let p = &mut pump;
     // Restart the controller: features return to defaults and queues are gone.
     h.enable(p, false).unwrap();
-    let c = h.admin(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 3 | (3 << 16), 0, 0, 0, 0], ..Default::default() }).unwrap();
+    let c = h
+        .admin(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 3 | (3 << 16), 0, 0, 0, 0], ..Default::default() })
+        .unwrap();
     assert_eq!((c.status, c.dw0), (0, 3 | (3 << 16)));
-    h.admin_ok(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::ARBITRATION as u32, 0x0704_0203, 0, 0, 0, 0], ..Default::default() }).unwrap();
-    let c = h.admin_ok(p, Sqe { opcode: admin::GET_FEATURES, cdw: [feat::ARBITRATION as u32, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
+    h.admin_ok(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::ARBITRATION as u32, 0x0704_0203, 0, 0, 0, 0], ..Default::default() })
+        .unwrap();
+    let c =
+        h.admin_ok(p, Sqe { opcode: admin::GET_FEATURES, cdw: [feat::ARBITRATION as u32, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
     assert_eq!(c.dw0, 0x0704_0203);
     h.create_queue_pair(p, 1, HOSTQ, HOSTQ + 0x10000, 16, 0).unwrap();
     // QID beyond the granted number of queues.
-    let c = h.admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [5 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() }).unwrap();
+    let c = h
+        .admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [5 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() })
+        .unwrap();
     assert_eq!(sc(c.status), s::INVALID_QID);
     // Existing QID.
-    let c = h.admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [1 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() }).unwrap();
+    let c = h
+        .admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [1 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() })
+        .unwrap();
     assert_eq!(sc(c.status), s::INVALID_QID);
     let c = h.admin(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
     assert_eq!(sc(c.status), s::COMMAND_SEQUENCE);
@@ -207,8 +272,10 @@ fn wrr_shares_follow_weights_under_saturation() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 64);
     // Weights 8:4:2 (0's based 7, 3, 1), burst 2^1.
     let arb = 1 | (1 << 8) | (3 << 16) | (7 << 24);
-    let (_, mut h) = bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(arb), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
-    let mut qs: Vec<IoQ> = (0..3u16).map(|i| IoQ::create(&mut dev, &mut h, 10 + i, HOSTQ + 0x2_0000 * u64::from(i), 256, u32::from(i) + 1)).collect();
+    let (_, mut h) =
+        bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(arb), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut qs: Vec<IoQ> =
+        (0..3u16).map(|i| IoQ::create(&mut dev, &mut h, 10 + i, HOSTQ + 0x2_0000 * u64::from(i), 256, u32::from(i) + 1)).collect();
     let mem = dev.mem.clone();
     let fill = |q: &mut IoQ, n: usize| {
         for k in 0..n {
@@ -252,7 +319,8 @@ fn wrr_shares_follow_weights_under_saturation() {
 #[test]
 fn urgent_class_has_strict_priority() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 16);
-    let (_, mut h) = bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let (_, mut h) =
+        bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
     let mut urgent = IoQ::create(&mut dev, &mut h, 10, HOSTQ, 256, 0);
     let mut high = IoQ::create(&mut dev, &mut h, 11, HOSTQ + 0x2_0000, 256, 1);
     let mem = dev.mem.clone();
@@ -288,7 +356,8 @@ fn urgent_class_has_strict_priority() {
 #[test]
 fn round_robin_without_wrr_is_fair() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 8);
-    let (_, mut h) = bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let (_, mut h) =
+        bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
     let mut a = IoQ::create(&mut dev, &mut h, 10, HOSTQ, 256, 3);
     let mut b = IoQ::create(&mut dev, &mut h, 11, HOSTQ + 0x2_0000, 256, 0);
     let mem = dev.mem.clone();

@@ -113,7 +113,12 @@ fn multi_page_transfers_and_flush() {
     run_batch(
         &mut dev,
         0,
-        &[mk(DNVM_OP_READ, DATA2, 0, 1000), mk(DNVM_OP_READ, DATA2, 0, 33 * 4096), mk(DNVM_OP_READ, DATA2 + 512, 0, 4096), mk(9, DATA2, 0, 4096)],
+        &[
+            mk(DNVM_OP_READ, DATA2, 0, 1000),
+            mk(DNVM_OP_READ, DATA2, 0, 33 * 4096),
+            mk(DNVM_OP_READ, DATA2 + 512, 0, 4096),
+            mk(9, DATA2, 0, 4096),
+        ],
         Some(STATUS),
     );
     assert!(status_words(&dev, 4).iter().all(|&w| dnvm_status_hdu(w) == DNVM_HDU_ERR_INVALID && w & DNVM_STATUS_DONE != 0));
@@ -296,10 +301,14 @@ fn rejected_queued_start_leaves_the_next_batch_its_own_generation() {
     write_entries(&dev.mem, STAGING, &a).unwrap();
     dev.mem.fill(STATUS, 16, 0).unwrap();
     start_batch(&dev.mem, &dev.board, 0, STAGING, 4, Some(STATUS)).unwrap();
-    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 { dev.step(); }
+    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 {
+        dev.step();
+    }
     // X: queued START rejected as a whole (NREQS > max_nreqs).
     start_batch(&dev.mem, &dev.board, 0, STAGING + 0x4000, 4097, None).unwrap();
-    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 { dev.step(); }
+    while fakehdu::test_support::start_reg(&dev.mem, &dev.board, 0) != 0 {
+        dev.step();
+    }
     assert_eq!(done_reg(&dev.mem, &dev.board, 0) & HDU_QUEUED_BIT, 0, "X dropped");
     // C: 16 fast writes, queued behind A.
     start_writes(&mut dev, STAGING + 0x8000, STATUS + 0x1000, 1024, 16);

@@ -43,11 +43,7 @@ fn find_board() -> Result<Board, String> {
             carve = sys::dt_reg(&format!("reserved-memory/{name}")).ok().and_then(|r| r.first().copied());
         }
     }
-    Ok(Board {
-        engine: engine.ok_or("no directnvm,engine node")?,
-        hdus,
-        carve: carve.ok_or("no no-map reserved-memory node")?,
-    })
+    Ok(Board { engine: engine.ok_or("no directnvm,engine node")?, hdus, carve: carve.ok_or("no no-map reserved-memory node")? })
 }
 
 fn info(fd: &std::os::fd::OwnedFd) -> std::io::Result<DnvmInfo> {
@@ -95,14 +91,28 @@ pub fn show() -> bool {
     };
     let Ok(i) = info(&fd) else { return false };
     let s = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
-    println!("directnvm: ABI {}, {} core(s) x {} engine(s), staging {} entries, I/O queue depth {}",
-        i.abi_version, i.cores, i.engines, i.staging_entries, i.io_queue_depth);
-    println!("  carve-out {:#x} + {} MiB, controller {}", i.carveout_phys, i.carveout_size >> 20,
-        if i.flags & DNVM_INFO_READY != 0 { "ready" } else { "NOT ready" });
+    println!(
+        "directnvm: ABI {}, {} core(s) x {} engine(s), staging {} entries, I/O queue depth {}",
+        i.abi_version, i.cores, i.engines, i.staging_entries, i.io_queue_depth
+    );
+    println!(
+        "  carve-out {:#x} + {} MiB, controller {}",
+        i.carveout_phys,
+        i.carveout_size >> 20,
+        if i.flags & DNVM_INFO_READY != 0 { "ready" } else { "NOT ready" }
+    );
     if i.flags & DNVM_INFO_READY != 0 {
-        println!("  NVMe {}.{} '{}' sn '{}' fw '{}': {} LBAs x {} B, arbitration {}",
-            i.nvme_version >> 16, (i.nvme_version >> 8) & 0xff, s(&i.model), s(&i.serial), s(&i.firmware),
-            i.capacity_lbas, i.lba_size, if i.flags & DNVM_INFO_WRR != 0 { "WRR" } else { "RR" });
+        println!(
+            "  NVMe {}.{} '{}' sn '{}' fw '{}': {} LBAs x {} B, arbitration {}",
+            i.nvme_version >> 16,
+            (i.nvme_version >> 8) & 0xff,
+            s(&i.model),
+            s(&i.serial),
+            s(&i.firmware),
+            i.capacity_lbas,
+            i.lba_size,
+            if i.flags & DNVM_INFO_WRR != 0 { "WRR" } else { "RR" }
+        );
     }
     if let Ok(l) = layout(&fd) {
         for r in &l.regions[..l.count as usize] {
@@ -143,9 +153,7 @@ pub fn run(t: &mut Tap) {
 }
 
 fn probe_cases(t: &mut Tap, b: &Board) {
-    t.case("directnvm probed: /dev/directnvm exists", || {
-        check(std::path::Path::new("/dev/directnvm").exists(), "/dev/directnvm missing")
-    });
+    t.case("directnvm probed: /dev/directnvm exists", || check(std::path::Path::new("/dev/directnvm").exists(), "/dev/directnvm missing"));
     for (_, idx) in &b.hdus {
         t.case(&format!("hdu probed: /dev/hdu{idx} exists"), || {
             check(std::path::Path::new(&format!("/dev/hdu{idx}")).exists(), "node missing")
@@ -289,8 +297,11 @@ fn mmap_cases(t: &mut Tap) {
         expect_errno(Map::shared(&fd, 4096, 0), libc::EINVAL, "admin page")?;
         expect_errno(Map::shared(&fd, (st.size + PAGE) as usize, st.offset), libc::EINVAL, "past region end")?;
         expect_errno(Map::shared(&fd, 4096, st.offset + 1), libc::EINVAL, "offset not page aligned")?;
-        expect_errno(Map::new(&fd, 4096, st.offset, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE),
-            libc::EINVAL, "private mapping")?;
+        expect_errno(
+            Map::new(&fd, 4096, st.offset, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_PRIVATE),
+            libc::EINVAL,
+            "private mapping",
+        )?;
         let far = (l.regions[l.count as usize - 1].offset + l.regions[l.count as usize - 1].size) as u64;
         expect_errno(Map::shared(&fd, 4096, far), libc::EINVAL, "past the carve-out")?;
         let mut m = Map::shared(&fd, data.size as usize, data.offset).map_err(|e| format!("claimed data: {e}"))?;
@@ -326,8 +337,10 @@ fn mmap_cases(t: &mut Tap) {
         let mut status = 0;
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
-        check(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
-            format!("child status {status:#x}: want SIGBUS after RELEASE (exit 3 = no fault, 4 = setup failed)"))
+        check(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
+            format!("child status {status:#x}: want SIGBUS after RELEASE (exit 3 = no fault, 4 = setup failed)"),
+        )
     });
 }
 
@@ -399,8 +412,10 @@ fn unbind_cases(t: &mut Tap, b: &Board) {
         // SAFETY: waiting for our own child.
         unsafe { libc::waitpid(pid, &mut status, 0) };
         let rebind = std::fs::write("/sys/bus/platform/drivers/hdu/bind", &devname);
-        check(libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
-            format!("child status {status:#x}: want SIGBUS (exit 3 = no fault, 4 = setup, 6 = ioctl not ENODEV)"))?;
+        check(
+            libc::WIFSIGNALED(status) && libc::WTERMSIG(status) == libc::SIGBUS,
+            format!("child status {status:#x}: want SIGBUS (exit 3 = no fault, 4 = setup, 6 = ioctl not ENODEV)"),
+        )?;
         rebind.map_err(|e| format!("bind {devname}: {e}"))?;
         for _ in 0..100 {
             if let Ok(fd) = open(&format!("/dev/hdu{idx}")) {
@@ -459,12 +474,16 @@ fn lifecycle_cases(t: &mut Tap) {
         t.case(&format!("rmmod + insmod cycle {round}"), || {
             let (ok, out) = sys::sh("rmmod hdu && rmmod directnvm");
             check(ok, format!("rmmod: {out}"))?;
-            check(!std::path::Path::new("/dev/directnvm").exists() && !std::path::Path::new("/dev/hdu0").exists(),
-                "device nodes still present after rmmod")?;
+            check(
+                !std::path::Path::new("/dev/directnvm").exists() && !std::path::Path::new("/dev/hdu0").exists(),
+                "device nodes still present after rmmod",
+            )?;
             let (_, iomem) = sys::sh("grep -i -E 'directnvm|hdu|7f0|7f1' /proc/iomem; grep -E 'hdu|directnvm' /proc/misc");
             check(iomem.trim().is_empty(), format!("resources still held after rmmod: {iomem}"))?;
-            check(!std::path::Path::new("/sys/kernel/debug/directnvm").exists()
-                && !std::path::Path::new("/sys/kernel/debug/hdu0").exists(), "debugfs directories left after rmmod")?;
+            check(
+                !std::path::Path::new("/sys/kernel/debug/directnvm").exists() && !std::path::Path::new("/sys/kernel/debug/hdu0").exists(),
+                "debugfs directories left after rmmod",
+            )?;
             let (ok, out) = sys::sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
             check(ok, format!("insmod: {out}"))?;
             println!("# cycle {round}: SUnreclaim after shrinking {} KiB", slab_unreclaimable_kib());
@@ -480,8 +499,7 @@ fn lifecycle_cases(t: &mut Tap) {
         check(grew < SLAB_LEAK_KIB, format!("unreclaimable slab grew by {grew} KiB over 10 cycles"))?;
         let _ = std::fs::write("/sys/kernel/debug/kmemleak", "scan");
         let leaks = std::fs::read_to_string("/sys/kernel/debug/kmemleak").unwrap_or_default();
-        check(!leaks.contains("unreferenced object"),
-            format!("kmemleak: {}", leaks.lines().take(12).collect::<Vec<_>>().join(" / ")))
+        check(!leaks.contains("unreferenced object"), format!("kmemleak: {}", leaks.lines().take(12).collect::<Vec<_>>().join(" / ")))
     });
     t.case("rmmod refuses while /dev/directnvm is open", || {
         let _fd = open("/dev/directnvm").map_err(|e| e.to_string())?;

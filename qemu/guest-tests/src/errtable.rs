@@ -59,7 +59,8 @@ fn claim(fd: &OwnedFd, cmd: u32, core: u32, flags: u32) -> io::Result<()> {
 
 fn map(fd: &OwnedFd, len: usize, offset: u64, flags: i32) -> io::Result<()> {
     // SAFETY: a new mapping chosen by the kernel; unmapped at once if it succeeds.
-    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd.as_raw_fd(), offset as libc::off_t) };
+    let p =
+        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd.as_raw_fd(), offset as libc::off_t) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -84,72 +85,156 @@ fn cores(fd: &OwnedFd) -> io::Result<u32> {
 
 /// The table. Rows for the same node and call are ordered from the most to the least specific.
 pub const ROWS: &[Row] = &[
-    Row { node: DN, call: "ioctl", when: "unknown command number", errno: ("ENOTTY", libc::ENOTTY), probe: || {
-        raw_ioctl(&rw(DN)?, dnvm_ioc(0, DNVM_IOC_MAGIC, 0x7f, 0), 0)
-    } },
-    Row { node: DN, call: "ioctl", when: "known command with a wrong size or direction", errno: ("EINVAL", libc::EINVAL), probe: || {
-        raw_ioctl(&rw(DN)?, dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, dnvm_ioc_nr(DNVM_IOC_GET_INFO), 8), 0)
-    } },
-    Row { node: DN, call: "ioctl", when: "argument pointer not readable/writable", errno: ("EFAULT", libc::EFAULT), probe: || {
-        raw_ioctl(&rw(DN)?, DNVM_IOC_GET_INFO, 8)
-    } },
-    Row { node: DN, call: "CLAIM, RELEASE, CONTROLLER_INIT, SET_ARBITRATION", when: "file opened O_RDONLY", errno: ("EBADF", libc::EBADF), probe: || {
-        claim(&open_mode(DN, libc::O_RDONLY)?, DNVM_IOC_CLAIM, 0, 0)
-    } },
-    Row { node: DN, call: "CLAIM / RELEASE", when: "core >= cores, or flags != 0", errno: ("EINVAL", libc::EINVAL), probe: || {
-        let fd = rw(DN)?;
-        let n = cores(&fd)?;
-        claim(&fd, DNVM_IOC_CLAIM, n, 0)
-    } },
-    Row { node: DN, call: "CLAIM", when: "the core is claimed by another open file", errno: ("EBUSY", libc::EBUSY), probe: || {
-        let (a, b) = (rw(DN)?, rw(DN)?);
-        claim(&a, DNVM_IOC_CLAIM, 0, 0)?;
-        claim(&b, DNVM_IOC_CLAIM, 0, 0)
-    } },
-    Row { node: DN, call: "RELEASE", when: "the core is not claimed by this file", errno: ("EINVAL", libc::EINVAL), probe: || {
-        claim(&rw(DN)?, DNVM_IOC_RELEASE, 0, 0)
-    } },
-    Row { node: DN, call: "CONTROLLER_INIT", when: "any core is claimed", errno: ("EBUSY", libc::EBUSY), probe: || {
-        let fd = rw(DN)?;
-        claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
-        raw_ioctl(&fd, DNVM_IOC_CONTROLLER_INIT, 0)
-    } },
-    Row { node: DN, call: "SET_ARBITRATION", when: "burst > 7 or a weight > 255", errno: ("EINVAL", libc::EINVAL), probe: || {
-        let mut a = DnvmArbitration { burst: 8, high: 0, medium: 0, low: 0 };
-        raw_ioctl(&rw(DN)?, DNVM_IOC_SET_ARBITRATION, &mut a as *mut DnvmArbitration as usize)
-    } },
-    Row { node: DN, call: "mmap", when: "MAP_PRIVATE", errno: ("EINVAL", libc::EINVAL), probe: || {
-        let fd = rw(DN)?;
-        claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
-        let r = region(&fd, 0, DNVM_REGION_DATA)?;
-        map(&fd, 4096, r.offset, libc::MAP_PRIVATE)
-    } },
-    Row { node: DN, call: "mmap", when: "range not inside one region of a core (admin pages, past the end, across regions)", errno: ("EINVAL", libc::EINVAL), probe: || {
-        let fd = rw(DN)?;
-        claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
-        map(&fd, 4096, 0, libc::MAP_SHARED)
-    } },
-    Row { node: DN, call: "mmap", when: "a region of a core this file has not claimed", errno: ("EACCES", libc::EACCES), probe: || {
-        let fd = rw(DN)?;
-        let r = region(&fd, 0, DNVM_REGION_DATA)?;
-        map(&fd, 4096, r.offset, libc::MAP_SHARED)
-    } },
-    Row { node: "/dev/hduN", call: "open", when: "another file holds the exclusive open", errno: ("EBUSY", libc::EBUSY), probe: || {
-        let _a = rw("/dev/hdu0")?;
-        rw("/dev/hdu0").map(drop)
-    } },
-    Row { node: "/dev/hduN", call: "ioctl", when: "unknown command number", errno: ("ENOTTY", libc::ENOTTY), probe: || {
-        raw_ioctl(&rw("/dev/hdu0")?, dnvm_ioc(0, HDU_IOC_MAGIC, 0x7f, 0), 0)
-    } },
-    Row { node: "/dev/hduN", call: "ioctl", when: "known command with a wrong size or direction", errno: ("EINVAL", libc::EINVAL), probe: || {
-        raw_ioctl(&rw("/dev/hdu0")?, dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, dnvm_ioc_nr(HDU_IOC_GET_INFO), 8), 0)
-    } },
-    Row { node: "/dev/hduN", call: "RESET, RESET_QUEUES", when: "file opened O_RDONLY", errno: ("EBADF", libc::EBADF), probe: || {
-        raw_ioctl(&open_mode("/dev/hdu0", libc::O_RDONLY)?, HDU_IOC_RESET, 0)
-    } },
-    Row { node: "/dev/hduN", call: "mmap", when: "offset != 0 (the privileged page), length != one page, or MAP_PRIVATE", errno: ("EINVAL", libc::EINVAL), probe: || {
-        map(&rw("/dev/hdu0")?, 4096, 4096, libc::MAP_SHARED)
-    } },
+    Row {
+        node: DN,
+        call: "ioctl",
+        when: "unknown command number",
+        errno: ("ENOTTY", libc::ENOTTY),
+        probe: || raw_ioctl(&rw(DN)?, dnvm_ioc(0, DNVM_IOC_MAGIC, 0x7f, 0), 0),
+    },
+    Row {
+        node: DN,
+        call: "ioctl",
+        when: "known command with a wrong size or direction",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || raw_ioctl(&rw(DN)?, dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, dnvm_ioc_nr(DNVM_IOC_GET_INFO), 8), 0),
+    },
+    Row {
+        node: DN,
+        call: "ioctl",
+        when: "argument pointer not readable/writable",
+        errno: ("EFAULT", libc::EFAULT),
+        probe: || raw_ioctl(&rw(DN)?, DNVM_IOC_GET_INFO, 8),
+    },
+    Row {
+        node: DN,
+        call: "CLAIM, RELEASE, CONTROLLER_INIT, SET_ARBITRATION",
+        when: "file opened O_RDONLY",
+        errno: ("EBADF", libc::EBADF),
+        probe: || claim(&open_mode(DN, libc::O_RDONLY)?, DNVM_IOC_CLAIM, 0, 0),
+    },
+    Row {
+        node: DN,
+        call: "CLAIM / RELEASE",
+        when: "core >= cores, or flags != 0",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || {
+            let fd = rw(DN)?;
+            let n = cores(&fd)?;
+            claim(&fd, DNVM_IOC_CLAIM, n, 0)
+        },
+    },
+    Row {
+        node: DN,
+        call: "CLAIM",
+        when: "the core is claimed by another open file",
+        errno: ("EBUSY", libc::EBUSY),
+        probe: || {
+            let (a, b) = (rw(DN)?, rw(DN)?);
+            claim(&a, DNVM_IOC_CLAIM, 0, 0)?;
+            claim(&b, DNVM_IOC_CLAIM, 0, 0)
+        },
+    },
+    Row {
+        node: DN,
+        call: "RELEASE",
+        when: "the core is not claimed by this file",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || claim(&rw(DN)?, DNVM_IOC_RELEASE, 0, 0),
+    },
+    Row {
+        node: DN,
+        call: "CONTROLLER_INIT",
+        when: "any core is claimed",
+        errno: ("EBUSY", libc::EBUSY),
+        probe: || {
+            let fd = rw(DN)?;
+            claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
+            raw_ioctl(&fd, DNVM_IOC_CONTROLLER_INIT, 0)
+        },
+    },
+    Row {
+        node: DN,
+        call: "SET_ARBITRATION",
+        when: "burst > 7 or a weight > 255",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || {
+            let mut a = DnvmArbitration { burst: 8, high: 0, medium: 0, low: 0 };
+            raw_ioctl(&rw(DN)?, DNVM_IOC_SET_ARBITRATION, &mut a as *mut DnvmArbitration as usize)
+        },
+    },
+    Row {
+        node: DN,
+        call: "mmap",
+        when: "MAP_PRIVATE",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || {
+            let fd = rw(DN)?;
+            claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
+            let r = region(&fd, 0, DNVM_REGION_DATA)?;
+            map(&fd, 4096, r.offset, libc::MAP_PRIVATE)
+        },
+    },
+    Row {
+        node: DN,
+        call: "mmap",
+        when: "range not inside one region of a core (admin pages, past the end, across regions)",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || {
+            let fd = rw(DN)?;
+            claim(&fd, DNVM_IOC_CLAIM, 0, 0)?;
+            map(&fd, 4096, 0, libc::MAP_SHARED)
+        },
+    },
+    Row {
+        node: DN,
+        call: "mmap",
+        when: "a region of a core this file has not claimed",
+        errno: ("EACCES", libc::EACCES),
+        probe: || {
+            let fd = rw(DN)?;
+            let r = region(&fd, 0, DNVM_REGION_DATA)?;
+            map(&fd, 4096, r.offset, libc::MAP_SHARED)
+        },
+    },
+    Row {
+        node: "/dev/hduN",
+        call: "open",
+        when: "another file holds the exclusive open",
+        errno: ("EBUSY", libc::EBUSY),
+        probe: || {
+            let _a = rw("/dev/hdu0")?;
+            rw("/dev/hdu0").map(drop)
+        },
+    },
+    Row {
+        node: "/dev/hduN",
+        call: "ioctl",
+        when: "unknown command number",
+        errno: ("ENOTTY", libc::ENOTTY),
+        probe: || raw_ioctl(&rw("/dev/hdu0")?, dnvm_ioc(0, HDU_IOC_MAGIC, 0x7f, 0), 0),
+    },
+    Row {
+        node: "/dev/hduN",
+        call: "ioctl",
+        when: "known command with a wrong size or direction",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || raw_ioctl(&rw("/dev/hdu0")?, dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, dnvm_ioc_nr(HDU_IOC_GET_INFO), 8), 0),
+    },
+    Row {
+        node: "/dev/hduN",
+        call: "RESET, RESET_QUEUES",
+        when: "file opened O_RDONLY",
+        errno: ("EBADF", libc::EBADF),
+        probe: || raw_ioctl(&open_mode("/dev/hdu0", libc::O_RDONLY)?, HDU_IOC_RESET, 0),
+    },
+    Row {
+        node: "/dev/hduN",
+        call: "mmap",
+        when: "offset != 0 (the privileged page), length != one page, or MAP_PRIVATE",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || map(&rw("/dev/hdu0")?, 4096, 4096, libc::MAP_SHARED),
+    },
 ];
 
 /// Rows that need module parameters, a revision or an unbound device: covered by the named
@@ -161,8 +246,18 @@ pub const COVERED_ELSEWHERE: &[(&str, &str, &str, &str)] = &[
     ("/dev/hduN", "open, mmap, GET_INFO, GET_STATS", "the HDU was unbound", "ENODEV"),
     ("/dev/directnvm", "CLAIM", "the engine device was unbound", "ENODEV"),
     ("/dev/directnvm", "SET_ARBITRATION", "controller not ready / not in WRR mode", "ENODEV / EOPNOTSUPP"),
-    ("/dev/directnvm", "CONTROLLER_INIT", "bring-up failed: no controller / bus error / timeout / NVMe error / bad config", "ENODEV / ENXIO / ETIMEDOUT / EIO / EINVAL"),
-    ("both", "a mapping's page, after RELEASE, unbind or losing the claim", "user access: SIGBUS; kernel access (e.g. write(2) from it)", "EFAULT"),
+    (
+        "/dev/directnvm",
+        "CONTROLLER_INIT",
+        "bring-up failed: no controller / bus error / timeout / NVMe error / bad config",
+        "ENODEV / ENXIO / ETIMEDOUT / EIO / EINVAL",
+    ),
+    (
+        "both",
+        "a mapping's page, after RELEASE, unbind or losing the claim",
+        "user access: SIGBUS; kernel access (e.g. write(2) from it)",
+        "EFAULT",
+    ),
 ];
 
 /// The markdown of docs/errors.md.
@@ -186,21 +281,24 @@ pub fn render() -> String {
 
 /// The suite case: every row's refusal has the documented errno.
 pub fn run(t: &mut Tap) {
-    t.case(&format!("errno table: {} documented refusals of /dev/directnvm and /dev/hduN give their errno (docs/errors.md)", ROWS.len()), || -> Case {
-        let mut bad = Vec::new();
-        for r in ROWS {
-            match (r.probe)() {
-                Ok(()) => bad.push(format!("{} {} ({}): succeeded, want {}", r.node, r.call, r.when, r.errno.0)),
-                Err(e) if e.raw_os_error() == Some(r.errno.1) => {}
-                Err(e) => bad.push(format!("{} {} ({}): {e}, want {}", r.node, r.call, r.when, r.errno.0)),
+    t.case(
+        &format!("errno table: {} documented refusals of /dev/directnvm and /dev/hduN give their errno (docs/errors.md)", ROWS.len()),
+        || -> Case {
+            let mut bad = Vec::new();
+            for r in ROWS {
+                match (r.probe)() {
+                    Ok(()) => bad.push(format!("{} {} ({}): succeeded, want {}", r.node, r.call, r.when, r.errno.0)),
+                    Err(e) if e.raw_os_error() == Some(r.errno.1) => {}
+                    Err(e) => bad.push(format!("{} {} ({}): {e}, want {}", r.node, r.call, r.when, r.errno.0)),
+                }
             }
-        }
-        if bad.is_empty() {
-            Ok(())
-        } else {
-            Err(bad.join("; "))
-        }
-    });
+            if bad.is_empty() {
+                Ok(())
+            } else {
+                Err(bad.join("; "))
+            }
+        },
+    );
 }
 
 #[cfg(test)]

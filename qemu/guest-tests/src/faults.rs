@@ -32,8 +32,14 @@ impl Mailbox {
         // SAFETY: a fresh shared mapping of one page of /dev/mem (the model's mailbox page,
         // outside the kernel's RAM); unmapped in Drop.
         let p = unsafe {
-            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd.as_raw_fd(),
-                TESTDEV_MAILBOX_PHYS as libc::off_t)
+            libc::mmap(
+                std::ptr::null_mut(),
+                4096,
+                libc::PROT_READ | libc::PROT_WRITE,
+                libc::MAP_SHARED,
+                fd.as_raw_fd(),
+                TESTDEV_MAILBOX_PHYS as libc::off_t,
+            )
         };
         if p == libc::MAP_FAILED {
             return Err(format!("mmap mailbox: {}", std::io::Error::last_os_error()));

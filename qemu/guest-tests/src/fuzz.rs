@@ -67,9 +67,7 @@ fn last_errno() -> i32 {
 impl Fuzzer {
     fn new(seed: u64, regions: Vec<DnvmRegion>) -> Result<Fuzzer, String> {
         // SAFETY: a fresh private anonymous page, made inaccessible: the EFAULT argument.
-        let guard = unsafe {
-            libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-        };
+        let guard = unsafe { libc::mmap(std::ptr::null_mut(), 4096, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
         check(guard != libc::MAP_FAILED, "guard page")?;
         Ok(Fuzzer {
             rng: Rng(seed),
@@ -192,8 +190,14 @@ impl Fuzzer {
             3 => 0,
             _ => (self.rng.next() & 0xffff_ffff_f000) as usize,
         };
-        let prot = [libc::PROT_READ | libc::PROT_WRITE, libc::PROT_READ, libc::PROT_WRITE, libc::PROT_NONE,
-            libc::PROT_READ | libc::PROT_EXEC, libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC][self.rng.below(6) as usize];
+        let prot = [
+            libc::PROT_READ | libc::PROT_WRITE,
+            libc::PROT_READ,
+            libc::PROT_WRITE,
+            libc::PROT_NONE,
+            libc::PROT_READ | libc::PROT_EXEC,
+            libc::PROT_READ | libc::PROT_WRITE | libc::PROT_EXEC,
+        ][self.rng.below(6) as usize];
         let mut flags = if self.rng.pct(85) { libc::MAP_SHARED } else { libc::MAP_PRIVATE };
         if self.rng.pct(10) {
             flags |= libc::MAP_POPULATE;

@@ -72,9 +72,8 @@ impl Probe {
 
 fn mmap_raw(fd: i32, len: usize, offset: u64) -> Result<usize, i32> {
     // SAFETY: a new shared mapping chosen by the kernel; nothing existing is affected.
-    let p = unsafe {
-        libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, offset as libc::off_t)
-    };
+    let p =
+        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, libc::MAP_SHARED, fd, offset as libc::off_t) };
     if p == libc::MAP_FAILED {
         Err(std::io::Error::last_os_error().raw_os_error().unwrap_or(0))
     } else {
@@ -139,9 +138,7 @@ fn mapper(fd: i32, offset: u64, started: &AtomicU64, max: usize, seed: u64) -> R
             1 => {
                 // Move to a place reserved with an anonymous PROT_NONE mapping.
                 // SAFETY: a fresh anonymous reservation.
-                let to = unsafe {
-                    libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0)
-                };
+                let to = unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_NONE, libc::MAP_PRIVATE | libc::MAP_ANONYMOUS, -1, 0) };
                 if to != libc::MAP_FAILED {
                     // SAFETY: moves our mapping over our reservation.
                     let p = unsafe { libc::mremap(addr as *mut libc::c_void, len, len, libc::MREMAP_MAYMOVE | libc::MREMAP_FIXED, to) };
@@ -208,7 +205,13 @@ fn new_owner_check(core: u32, offset: u64, attack: impl FnOnce() -> (usize, usiz
             Some(page.iter().all(|&b| b == 0xC5))
         })();
         // SAFETY: end the child without the parent's destructors.
-        unsafe { libc::_exit(match code { Some(true) => 0, Some(false) => 1, None => 2 }) };
+        unsafe {
+            libc::_exit(match code {
+                Some(true) => 0,
+                Some(false) => 1,
+                None => 2,
+            })
+        };
     }
     let mut b = 0u8;
     // SAFETY: wait for the child's "ready" byte (it exits with 2 and closes the pipe on failure).
@@ -222,10 +225,13 @@ fn new_owner_check(core: u32, offset: u64, attack: impl FnOnce() -> (usize, usiz
     }
     let code = if libc::WIFEXITED(st) { libc::WEXITSTATUS(st) } else { 99 };
     check(code != 2, "new owner could not claim and map the core")?;
-    check(reads == 0 && writes == 0 && code == 0, format!(
-        "LEAK: {reads} stale mappings read and {writes} written the new owner's memory; new owner's page {}",
-        if code == 0 { "intact" } else { "CHANGED" }
-    ))
+    check(
+        reads == 0 && writes == 0 && code == 0,
+        format!(
+            "LEAK: {reads} stale mappings read and {writes} written the new owner's memory; new owner's page {}",
+            if code == 0 { "intact" } else { "CHANGED" }
+        ),
+    )
 }
 
 /// Stale mappings read/written by `attack` (kernel-side probes), given the list.
@@ -431,9 +437,10 @@ pub fn run(t: &mut Tap, scale: u64) {
     let iters = env_u64("ISOLATION_ITERS", 400) * scale;
     println!("# isolation seed {seed:#x} (ISOLATION_SEED to reproduce)");
     t.case("isolation: read-only /dev/directnvm: queries work, CLAIM/RELEASE/CONTROLLER_INIT/SET_ARBITRATION are EBADF", readonly_opens);
-    t.case(&format!("isolation: {iters} x mmap/mremap/fork racing RELEASE on core 2: no mapping usable after RELEASE, new owner untouched"), || {
-        mmap_vs_release(2, iters, seed)
-    });
+    t.case(
+        &format!("isolation: {iters} x mmap/mremap/fork racing RELEASE on core 2: no mapping usable after RELEASE, new owner untouched"),
+        || mmap_vs_release(2, iters, seed),
+    );
     let close_iters = iters / 4;
     t.case(&format!("isolation: {close_iters} x mmap racing close on core 3: the claim lives exactly as long as the mappings"), || {
         mmap_vs_close(3, close_iters, seed ^ 1)

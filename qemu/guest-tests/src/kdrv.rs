@@ -15,7 +15,6 @@ use directnvm_abi::*;
 use crate::sys::{self, errno, ioctl, ioctl_none, open, sh, Map};
 use crate::tap::{check, eq, Case, Tap};
 
-
 fn s<E: std::fmt::Display>(e: E) -> String {
     e.to_string()
 }
@@ -353,8 +352,14 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
             let kind = ["admin", "staging", "status", "data"][r.kind as usize];
             let core = if r.core == DNVM_NO_CORE { "-".to_string() } else { r.core.to_string() };
             let cache = ["wc", "cached", "none"][r.cache as usize];
-            let want = vec![kind.to_string(), core, format!("{:#x}", r.offset), format!("{:#x}", r.phys),
-                format!("{:#x}", r.size), cache.to_string()];
+            let want = vec![
+                kind.to_string(),
+                core,
+                format!("{:#x}", r.offset),
+                format!("{:#x}", r.phys),
+                format!("{:#x}", r.size),
+                cache.to_string(),
+            ];
             eq(line, &want, "layout line")?;
         }
         Ok(())
@@ -369,8 +374,10 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
         claim(&fd, 2, false).map_err(s)?;
         let l = dbg_lines("directnvm/claims")?;
         let line = l.get(2).ok_or("no line for core 2")?;
-        check(line.len() == 4 && line[2] == "file" && line[3].parse::<u64>().is_ok_and(|v| v > 0),
-            format!("core 2 after CLAIM: {line:?}"))?;
+        check(
+            line.len() == 4 && line[2] == "file" && line[3].parse::<u64>().is_ok_and(|v| v > 0),
+            format!("core 2 after CLAIM: {line:?}"),
+        )?;
         eq(l.get(1).map(|l| l.join(" ")), Some("core 1 free".into()), "core 1")?;
         eq(l.iter().find(|l| l[0] == "queues_used").map(|l| l.join(" ")), Some("queues_used 1".into()), "queues_used")?;
         claim(&fd, 2, true).map_err(s)?;
@@ -380,8 +387,10 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
         let fd = open("/dev/directnvm").map_err(s)?;
         let i = dn_info(&fd)?;
         let text = read_text(&format!("{DBG}/directnvm/admin_log"))?;
-        check(text.lines().next().is_some_and(|h| h.starts_with("# commands") && h.contains(" errors 0;")),
-            format!("header: {:?}", text.lines().next()))?;
+        check(
+            text.lines().next().is_some_and(|h| h.starts_with("# commands") && h.contains(" errors 0;")),
+            format!("header: {:?}", text.lines().next()),
+        )?;
         let log = dbg_lines("directnvm/admin_log")?;
         let has = |opc: &str, cdw10: u32| log.iter().any(|l| l.len() == 5 && l[1] == opc && l[3] == format!("{cdw10:#010x}"));
         check(has("0x06", 1) && has("0x06", 0), "Identify controller/namespace missing")?;
@@ -424,8 +433,10 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
             let text = read_text(&format!("{DBG}/hdu{n}/registers"));
             m.wr64(HDU_REG_REQBUF, old);
             let text = text?;
-            check(text.lines().next().is_some_and(|h| h.starts_with(&format!("# hdu{n} rev {rev} ")) && h.contains("owner open")),
-                format!("header: {:?}", text.lines().next()))?;
+            check(
+                text.lines().next().is_some_and(|h| h.starts_with(&format!("# hdu{n} rev {rev} ")) && h.contains("owner open")),
+                format!("header: {:?}", text.lines().next()),
+            )?;
             let user = regs_of(&text, 1);
             let g = |name: &str| user.get(name).ok_or(format!("{name} missing")).and_then(|v| hex(v));
             eq(g("REQBUF")?, probe, "REQBUF")?;
@@ -472,7 +483,11 @@ fn privileged_page_cases(t: &mut Tap) {
             expect_errno(Map::shared(&fd, 4096, 4096), libc::EINVAL, "offset one page")?;
             expect_errno(Map::shared(&fd, 8192, 0), libc::EINVAL, "user page + next page")?;
             expect_errno(Map::new(&fd, 4096, 4096, rw, libc::MAP_PRIVATE), libc::EINVAL, "MAP_PRIVATE writable, offset one page")?;
-            expect_errno(Map::new(&fd, 4096, 4096, libc::PROT_READ, libc::MAP_PRIVATE), libc::EINVAL, "MAP_PRIVATE read-only, offset one page")?;
+            expect_errno(
+                Map::new(&fd, 4096, 4096, libc::PROT_READ, libc::MAP_PRIVATE),
+                libc::EINVAL,
+                "MAP_PRIVATE read-only, offset one page",
+            )?;
             expect_errno(Map::new(&fd, 4096, 0, rw, libc::MAP_PRIVATE), libc::EINVAL, "MAP_PRIVATE writable, offset 0")?;
             if hi.priv_phys != 0 {
                 let delta = hi.priv_phys.wrapping_sub(hi.user_phys);
@@ -521,7 +536,10 @@ fn shared_open_cases(t: &mut Tap) {
             expect_errno(ioctl_none(&r1, HDU_IOC_RESET_QUEUES), libc::EPERM, "reader RESET_QUEUES")?;
             eq(read_text("/sys/class/misc/hdu1/owner")?.trim().to_string(), "open".to_string(), "sysfs owner")?;
             let dbg = read_text(&format!("{DBG}/hdu1/registers"))?;
-            check(dbg.lines().next().is_some_and(|h| h.contains("owner open readers 2")), format!("debugfs header {:?}", dbg.lines().next()))?;
+            check(
+                dbg.lines().next().is_some_and(|h| h.contains("owner open readers 2")),
+                format!("debugfs header {:?}", dbg.lines().next()),
+            )?;
             drop((r0, r1));
             let after = hdu_stats(&owner)?;
             eq(after.resets, before.resets, "engine resets after readers closed (a reader never resets)")?;

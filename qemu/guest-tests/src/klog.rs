@@ -5,10 +5,23 @@ use crate::tap::{check, Tap};
 
 /// Lines that mean the kernel found a bug (lockdep, KASAN, refcount, list debugging, oops...).
 pub const SPLATS: &[&str] = &[
-    "WARNING:", "BUG:", "Oops", "KASAN", "kernel BUG", "possible circular locking",
-    "possible recursive locking", "inconsistent lock state", "suspicious RCU usage",
-    "refcount_t:", "list_add corruption", "list_del corruption", "Call trace:", "UBSAN",
-    "unreferenced object", "rust_panic", "panicked at",
+    "WARNING:",
+    "BUG:",
+    "Oops",
+    "KASAN",
+    "kernel BUG",
+    "possible circular locking",
+    "possible recursive locking",
+    "inconsistent lock state",
+    "suspicious RCU usage",
+    "refcount_t:",
+    "list_add corruption",
+    "list_del corruption",
+    "Call trace:",
+    "UBSAN",
+    "unreferenced object",
+    "rust_panic",
+    "panicked at",
 ];
 
 /// Scan dmesg.

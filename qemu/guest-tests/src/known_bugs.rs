@@ -49,18 +49,24 @@ fn io_across(disrupt: impl FnOnce() -> Case, gen: u32) -> Case {
 /// I/O, module reload, I/O: the re-probe re-creates the NVMe I/O queues but the engines keep
 /// their SQ tail / CQ head / phase (no QRESET on rev 2; impossible on rev 1).
 fn io_after_reload() -> Case {
-    io_across(|| {
-        let (ok, out) = sh("rmmod hdu && rmmod directnvm && insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
-        check(ok, format!("reload: {out}"))
-    }, 10)
+    io_across(
+        || {
+            let (ok, out) = sh("rmmod hdu && rmmod directnvm && insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
+            check(ok, format!("reload: {out}"))
+        },
+        10,
+    )
 }
 
 /// I/O, CONTROLLER_INIT, I/O: same queue-pointer problem without a reload.
 fn io_after_controller_init() -> Case {
-    io_across(|| {
-        let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
-        ioctl_none(&fd, DNVM_IOC_CONTROLLER_INIT).map_err(|e| format!("CONTROLLER_INIT: {e}"))
-    }, 20)
+    io_across(
+        || {
+            let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
+            ioctl_none(&fd, DNVM_IOC_CONTROLLER_INIT).map_err(|e| format!("CONTROLLER_INIT: {e}"))
+        },
+        20,
+    )
 }
 
 /// Regression tests of the module bugs these groups found and that are fixed (in `suite`).

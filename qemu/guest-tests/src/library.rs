@@ -41,9 +41,10 @@ fn fill(b: &mut Buffer, lba: u64) {
 
 /// Index of the first 8-byte word that differs from the pattern, if any.
 fn verify(b: &Buffer, lba: u64) -> Option<usize> {
-    b.as_slice().chunks_exact(8).enumerate().position(|(i, w)| {
-        u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]) != word(lba * 512 + 8 * i as u64)
-    })
+    b.as_slice()
+        .chunks_exact(8)
+        .enumerate()
+        .position(|(i, w)| u64::from_le_bytes([w[0], w[1], w[2], w[3], w[4], w[5], w[6], w[7]]) != word(lba * 512 + 8 * i as u64))
 }
 
 fn dev() -> Result<Device, String> {
@@ -134,7 +135,11 @@ fn four_cores_rust(mb: u64) -> Case {
         t.join().map_err(|_| "thread panicked".to_string())??;
     }
     let s = t0.elapsed().as_secs_f64();
-    println!("# rust 4-core: {} MiB written+verified per core in {s:.2} s ({:.1} MB/s total)", mb, (2 * u64::from(cores) * per_core) as f64 / s / 1e6);
+    println!(
+        "# rust 4-core: {} MiB written+verified per core in {s:.2} s ({:.1} MB/s total)",
+        mb,
+        (2 * u64::from(cores) * per_core) as f64 / s / 1e6
+    );
     Ok(())
 }
 
@@ -351,9 +356,8 @@ fn count_syscalls(argv: &[&str], limit: Duration) -> Result<SyscallCount, String
         } else if sig == libc::SIGTRAP | 0x80 {
             let mut info = SyscallInfo::default();
             // SAFETY: the tracee is in a syscall-stop; the kernel writes at most the size given.
-            let r = unsafe {
-                libc::ptrace(PTRACE_GET_SYSCALL_INFO, pid, std::mem::size_of::<SyscallInfo>(), &mut info as *mut SyscallInfo)
-            };
+            let r =
+                unsafe { libc::ptrace(PTRACE_GET_SYSCALL_INFO, pid, std::mem::size_of::<SyscallInfo>(), &mut info as *mut SyscallInfo) };
             if r <= 0 {
                 kill_child();
                 return Err(format!("PTRACE_GET_SYSCALL_INFO: {}", std::io::Error::last_os_error()));
@@ -394,7 +398,8 @@ fn count_syscalls(argv: &[&str], limit: Duration) -> Result<SyscallCount, String
 
 fn syscalls_in_io_loop() -> Case {
     const IOS: &str = "100000";
-    let bench = ["/bin/nvmedl-bench", "--rw", "rand-read", "--cores", "0", "--iodepth", "32", "--size", "8M", "--ios", IOS, "--syscall-markers"];
+    let bench =
+        ["/bin/nvmedl-bench", "--rw", "rand-read", "--cores", "0", "--iodepth", "32", "--size", "8M", "--ios", IOS, "--syscall-markers"];
     let t0 = Instant::now();
     let c = count_syscalls(&bench, Duration::from_secs(300))?;
     println!(
@@ -414,5 +419,8 @@ fn syscalls_in_io_loop() -> Case {
     println!("# syscalls: control run with --yield 1 (2000 I/Os): {} in the I/O loop (numbers {:?})", c2.in_loop, c2.in_loop_nrs);
     eq(c2.exit_status, 0, "nvmedl-bench --yield exit status")?;
     check(c2.in_loop > 0, "control run: the counter saw no sched_yield in the loop")?;
-    check(c2.in_loop_nrs.iter().all(|&n| n == libc::SYS_sched_yield as u64), format!("control run: unexpected syscalls {:?}", c2.in_loop_nrs))
+    check(
+        c2.in_loop_nrs.iter().all(|&n| n == libc::SYS_sched_yield as u64),
+        format!("control run: unexpected syscalls {:?}", c2.in_loop_nrs),
+    )
 }

@@ -291,7 +291,6 @@ pub fn run_unbind(t: &mut Tap) {
         });
     }
     t.case("lifecycle: hdu1 unbind x10 under racing open/ioctl/mmap/close threads", || unbind_race(1, 10, false));
-
 }
 
 /// Reload cycles (no I/O after them: see the report on queue pointers across re-probe).

@@ -28,9 +28,9 @@ mod rawio;
 mod soak;
 mod stress;
 mod summary;
+mod sys;
 #[cfg(test)]
 mod syzlang;
-mod sys;
 mod tap;
 mod wrr;
 

@@ -31,8 +31,8 @@ pub(crate) fn setup(core: u32) -> Result<Core, String> {
     let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
     sys::ioctl(&dn, DNVM_IOC_GET_LAYOUT, &mut l).map_err(|e| e.to_string())?;
     let find = |kind| l.regions[..l.count as usize].iter().copied().find(|r| r.core == core && r.kind == kind);
-    let (st, stat, dat) = (find(DNVM_REGION_STAGING).ok_or("staging")?, find(DNVM_REGION_STATUS).ok_or("status")?,
-        find(DNVM_REGION_DATA).ok_or("data")?);
+    let (st, stat, dat) =
+        (find(DNVM_REGION_STAGING).ok_or("staging")?, find(DNVM_REGION_STATUS).ok_or("status")?, find(DNVM_REGION_DATA).ok_or("data")?);
     let mut c = DnvmClaim { core, flags: 0 };
     sys::ioctl(&dn, DNVM_IOC_CLAIM, &mut c).map_err(|e| format!("claim: {e}"))?;
     let hdu = open(&format!("/dev/hdu{core}")).map_err(|e| e.to_string())?;
@@ -90,8 +90,13 @@ impl Core {
     pub(crate) fn entries(&mut self, op: u16, n: usize, lba0: u64) {
         let phys = self.dat.phys;
         for i in 0..n {
-            let e = DnvmEntry { op, urgency: DNVM_URGENCY_HIGH, block_size: BS as u32,
-                data_addr: phys + (i * BS) as u64, lba: lba0 + (i * BS / 512) as u64 };
+            let e = DnvmEntry {
+                op,
+                urgency: DNVM_URGENCY_HIGH,
+                block_size: BS as u32,
+                data_addr: phys + (i * BS) as u64,
+                lba: lba0 + (i * BS / 512) as u64,
+            };
             self.entry(i, e);
         }
     }
@@ -197,8 +202,10 @@ pub fn run(t: &mut Tap) {
         for i in 0..4 {
             let w = c.status_word(i);
             if i == 2 {
-                check(w & DNVM_STATUS_DONE != 0 && dnvm_status_hdu(w) == DNVM_HDU_ERR_WINDOW,
-                    format!("entry 2: status {w:#x}, want window error"))?;
+                check(
+                    w & DNVM_STATUS_DONE != 0 && dnvm_status_hdu(w) == DNVM_HDU_ERR_WINDOW,
+                    format!("entry 2: status {w:#x}, want window error"),
+                )?;
             } else {
                 eq(w, DNVM_STATUS_DONE, &format!("entry {i} status"))?;
             }

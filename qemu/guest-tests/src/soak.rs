@@ -180,8 +180,10 @@ pub fn random_mix(h: &mut Handle, m: &Mix) -> Result<MixStats, String> {
     let core = h.core();
     let mut rng = Rng(m.seed);
     let maxb = m.max_blocks.clamp(1, m.blocks);
-    let mut bufs: Vec<Buffer> =
-        (0..m.depth).map(|_| h.buf_alloc(maxb as usize * BLOCK)).collect::<Result<_, _>>().map_err(|e| format!("core {core}: buffers: {e}"))?;
+    let mut bufs: Vec<Buffer> = (0..m.depth)
+        .map(|_| h.buf_alloc(maxb as usize * BLOCK))
+        .collect::<Result<_, _>>()
+        .map_err(|e| format!("core {core}: buffers: {e}"))?;
     let mut gens = vec![0u32; m.blocks as usize];
     let mut busy = vec![false; m.blocks as usize];
     let mut slots: Vec<Option<Inflight>> = vec![None; m.depth];
@@ -273,7 +275,8 @@ pub fn random_mix(h: &mut Handle, m: &Mix) -> Result<MixStats, String> {
         let len = n as usize * BLOCK;
         bufs[0].as_mut_slice()[..len].fill(0x3c);
         h.execute(Request::read(&bufs[0], lba(b)).len(len as u32)).map_err(|e| format!("core {core}: final read LBA {}: {e}", lba(b)))?;
-        verify(&bufs[0].as_slice()[..len], lba(b), &gens[b as usize..(b + n) as usize]).map_err(|e| format!("core {core}: final pass: {e}"))?;
+        verify(&bufs[0].as_slice()[..len], lba(b), &gens[b as usize..(b + n) as usize])
+            .map_err(|e| format!("core {core}: final pass: {e}"))?;
         st.reads += 1;
         b += n;
     }
@@ -326,7 +329,10 @@ pub fn all_cores(secs: f64, mb_per_core: u64, depth: usize, seed: u64) -> Result
     let s = t0.elapsed().as_secs_f64();
     println!(
         "# integrity: {cores} cores, seed {seed:#x}: {} reads + {} writes verified in {s:.1} s ({:.1} MB/s random), mismatches {}",
-        total.reads, total.writes, total.bytes as f64 / s / 1e6, summary::MISMATCHES.load(std::sync::atomic::Ordering::Relaxed)
+        total.reads,
+        total.writes,
+        total.bytes as f64 / s / 1e6,
+        summary::MISMATCHES.load(std::sync::atomic::Ordering::Relaxed)
     );
     match err {
         Some(e) => Err(e),

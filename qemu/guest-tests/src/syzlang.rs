@@ -8,7 +8,6 @@ use std::mem::size_of;
 
 use directnvm_abi::*;
 
-
 const TXT: &str = include_str!("../../syzkaller/directnvm.txt");
 const CONST_PATH: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../syzkaller/directnvm.txt.const");
 

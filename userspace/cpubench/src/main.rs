@@ -115,7 +115,13 @@ impl CoreMapping for NullCore {
         self.0.regs.ptr.cast()
     }
     fn hdu_info(&self) -> HduInfo {
-        HduInfo { abi_version: DNVM_ABI_VERSION, revision: self.0.revision, engines: 1, caps: caps(self.0.revision).to_reg(), ..HduInfo::default() }
+        HduInfo {
+            abi_version: DNVM_ABI_VERSION,
+            revision: self.0.revision,
+            engines: 1,
+            caps: caps(self.0.revision).to_reg(),
+            ..HduInfo::default()
+        }
     }
     fn staging(&self) -> Region {
         self.0.staging.region()
@@ -200,7 +206,13 @@ fn measure(reps: u32, ios: u64, mut f: impl FnMut(u64) -> Result<(), String>) ->
 
 /// libnvmedl on the null HDU: `qd` 4 KiB reads per hardware batch, until `ios` completed.
 fn nvmedl_run(rev: u32, qd: usize) -> Result<impl FnMut(u64) -> Result<(), String>, String> {
-    let hdu = Arc::new(NullHdu { regs: Mem::new(PAGE), staging: Mem::new(STAGING_ENTRIES as usize * DNVM_ENTRY_SIZE), status: Mem::new(PAGE), data: Mem::new(DATA_BYTES), revision: rev });
+    let hdu = Arc::new(NullHdu {
+        regs: Mem::new(PAGE),
+        staging: Mem::new(STAGING_ENTRIES as usize * DNVM_ENTRY_SIZE),
+        status: Mem::new(PAGE),
+        data: Mem::new(DATA_BYTES),
+        revision: rev,
+    });
     let dev = Device::from_platform(Arc::new(NullPlatform(hdu.clone()))).map_err(|e| e.to_string())?;
     let opts = HandleOptions { capacity: qd * 2, iodepth: qd, batch: qd, ..HandleOptions::default() };
     let mut h = dev.handle_with(0, opts).map_err(|e| e.to_string())?;
@@ -345,5 +357,9 @@ fn main() -> std::process::ExitCode {
             }
         }
     }
-    if failed { std::process::ExitCode::from(1) } else { std::process::ExitCode::SUCCESS }
+    if failed {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
+    }
 }

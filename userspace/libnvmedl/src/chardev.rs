@@ -127,7 +127,8 @@ impl Platform for CharDev {
         let mut claim = DnvmClaim { core, flags: 0 };
         ioctl(&self.fd, DNVM_IOC_CLAIM, &mut claim).map_err(|e| if e == Error::Os(libc::EBUSY) { Error::Busy } else { e })?;
         // From here on, dropping `m` releases the claim (and unmaps first).
-        let mut m = ChardevCore { dev: self.fd.clone(), core, maps: Vec::new(), hdu: None, info: HduInfo::default(), regions: [st, ss, sd] };
+        let mut m =
+            ChardevCore { dev: self.fd.clone(), core, maps: Vec::new(), hdu: None, info: HduInfo::default(), regions: [st, ss, sd] };
         let (hfd, info) = self.open_hdu(core).map_err(|e| if e == Error::Os(libc::EBUSY) { Error::Busy } else { e })?;
         m.maps.push(Mapping::new(&hfd, DNVM_PAGE_SIZE as usize, 0)?);
         m.hdu = Some(hfd);
@@ -168,8 +169,13 @@ impl Platform for CharDev {
         if rev1 && info.flags & DNVM_INFO_QUEUES_USED != 0 {
             return Err(Error::Revision);
         }
-        ioctl::<u8>(&self.fd, DNVM_IOC_CONTROLLER_INIT, core::ptr::null_mut())
-            .map_err(|e| if e == Error::Os(libc::EBUSY) { Error::Busy } else { e })?;
+        ioctl::<u8>(&self.fd, DNVM_IOC_CONTROLLER_INIT, core::ptr::null_mut()).map_err(|e| {
+            if e == Error::Os(libc::EBUSY) {
+                Error::Busy
+            } else {
+                e
+            }
+        })?;
         if !rev1 {
             for (fd, _) in &hdus {
                 ioctl::<u8>(fd, HDU_IOC_RESET_QUEUES, core::ptr::null_mut())?;

@@ -370,9 +370,14 @@ enum Hw {
     /// `started_ns` is 0 until the first poll that reads the clock stamps it (the timeout
     /// counts from there; that poll comes at most 32 polls after START), so a batch that
     /// finishes quickly costs no clock read.
-    InFlight { started_ns: u64, seen: bool },
+    InFlight {
+        started_ns: u64,
+        seen: bool,
+    },
     /// The batch timed out; its requests were failed. Waiting for a late DONE or `reset()`.
-    Wedged { seen: bool },
+    Wedged {
+        seen: bool,
+    },
 }
 
 /// A claimed core: the only way to do I/O. `Send` (move it to the thread that uses it), not

@@ -162,8 +162,7 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
         HduCaps::REV1
     };
     debug_assert!(rev == revision || revision == 0);
-    let (dma_base, dma_limit) =
-        if rev >= HDU_REV2 { (board.carveout, board.carveout + board.carveout_size) } else { (0, 0) };
+    let (dma_base, dma_limit) = if rev >= HDU_REV2 { (board.carveout, board.carveout + board.carveout_size) } else { (0, 0) };
     Ok(HduInfo {
         abi_version: DNVM_ABI_VERSION,
         index: core,

@@ -96,13 +96,8 @@ impl Scheduler for PriorityDeadline {
     }
     fn pop(&mut self, now_ns: u64) -> Option<u32> {
         // An overdue head (earliest deadline first) beats strict priority.
-        let overdue = self
-            .classes
-            .iter()
-            .enumerate()
-            .filter_map(|(i, c)| c.front().map(|&(_, d)| (d, i)))
-            .filter(|&(d, _)| d <= now_ns)
-            .min();
+        let overdue =
+            self.classes.iter().enumerate().filter_map(|(i, c)| c.front().map(|&(_, d)| (d, i))).filter(|&(d, _)| d <= now_ns).min();
         let class = match overdue {
             Some((_, i)) => i,
             None => self.classes.iter().position(|c| !c.is_empty())?,

@@ -641,7 +641,14 @@ fn sync_that_gave_up_does_not_answer_the_next_sync_call() {
     let t0 = std::time::Instant::now();
     while h.stats().queued == 0 {
         h.kick();
-        assert!(t0.elapsed() < t, "{:?} batch_max {} entry_bytes {} done {:x}", h.stats(), h.batch_max(), h.entry_bytes(), done_reg(&ip, 0));
+        assert!(
+            t0.elapsed() < t,
+            "{:?} batch_max {} entry_bytes {} done {:x}",
+            h.stats(),
+            h.batch_max(),
+            h.entry_bytes(),
+            done_reg(&ip, 0)
+        );
     }
     let r = h.read(&cbuf, 8192);
     assert_eq!(r, Err(Error::Timeout));

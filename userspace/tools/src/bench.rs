@@ -87,7 +87,11 @@ impl Hist {
         self.max = self.max.max(o.max);
     }
     fn mean(&self) -> f64 {
-        if self.n == 0 { 0.0 } else { self.sum / self.n as f64 }
+        if self.n == 0 {
+            0.0
+        } else {
+            self.sum / self.n as f64
+        }
     }
     fn stddev(&self) -> f64 {
         if self.n < 2 {
@@ -197,7 +201,14 @@ fn parse() -> Result<Opts, String> {
             _ => return Err(format!("unknown option {a}")),
         }
     }
-    if o.bs == 0 || !o.bs.is_multiple_of(4096) || o.iodepth == 0 || o.batch == 0 || o.batch > o.iodepth || o.cores.is_empty() || o.size < o.bs as u64 {
+    if o.bs == 0
+        || !o.bs.is_multiple_of(4096)
+        || o.iodepth == 0
+        || o.batch == 0
+        || o.batch > o.iodepth
+        || o.cores.is_empty()
+        || o.size < o.bs as u64
+    {
         return Err("bs must be a non-zero multiple of 4096, iodepth >= 1, 1 <= batch <= iodepth, size >= bs".into());
     }
     Ok(o)
@@ -231,7 +242,10 @@ fn fill(buf: &mut Buffer, lba: u64, len: usize) {
 
 fn check(buf: &Buffer, lba: u64, len: usize) -> bool {
     let base = lba * 512;
-    buf.as_slice()[..len].chunks_exact(8).enumerate().all(|(i, w)| u64::from_le_bytes(w.try_into().unwrap_or_default()) == word(base + 8 * i as u64))
+    buf.as_slice()[..len]
+        .chunks_exact(8)
+        .enumerate()
+        .all(|(i, w)| u64::from_le_bytes(w.try_into().unwrap_or_default()) == word(base + 8 * i as u64))
 }
 
 struct JobResult {
@@ -260,7 +274,14 @@ impl Rng {
 fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBool) -> Result<JobResult, String> {
     let core = o.cores[idx];
     let priority = *o.priority.get(idx).or(o.priority.last()).unwrap_or(&1);
-    let opts = HandleOptions { capacity: o.iodepth.max(1) * 2, iodepth: o.iodepth, priority, yield_spins: o.yield_polls, batch: o.batch, ..HandleOptions::default() };
+    let opts = HandleOptions {
+        capacity: o.iodepth.max(1) * 2,
+        iodepth: o.iodepth,
+        priority,
+        yield_spins: o.yield_polls,
+        batch: o.batch,
+        ..HandleOptions::default()
+    };
     let mut h = dev.handle_with(core, opts).map_err(|e| format!("core {core}: handle: {e}"))?;
     let blocks = o.size / o.bs as u64;
     let lbas_per_block = (o.bs / 512) as u64;
@@ -268,8 +289,19 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     if base + blocks * lbas_per_block > h.capacity_lbas() {
         return Err(format!("core {core}: {} bytes per core do not fit the namespace", o.size));
     }
-    let mut bufs: Vec<Buffer> = (0..o.iodepth).map(|_| h.buf_alloc(o.bs)).collect::<Result<_, _>>().map_err(|e| format!("core {core}: buffers: {e}"))?;
-    let mut r = JobResult { core, priority, hist: Hist::new(), reads: 0, writes: 0, errors: 0, verify_errors: 0, first_error: None, elapsed: Duration::ZERO };
+    let mut bufs: Vec<Buffer> =
+        (0..o.iodepth).map(|_| h.buf_alloc(o.bs)).collect::<Result<_, _>>().map_err(|e| format!("core {core}: buffers: {e}"))?;
+    let mut r = JobResult {
+        core,
+        priority,
+        hist: Hist::new(),
+        reads: 0,
+        writes: 0,
+        errors: 0,
+        verify_errors: 0,
+        first_error: None,
+        elapsed: Duration::ZERO,
+    };
     // Pre-fill for verified read/mixed jobs.
     if o.verify && !matches!(o.mode, Mode::SeqWrite | Mode::RandWrite) {
         for b in 0..blocks {
@@ -424,16 +456,27 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
         for r in results {
             println!(
                 "  core {} prio {}: {} reads, {} writes, {:.0} IOPS, lat mean {:.1} us p99 {:.1} us, errors {} verify_errors {}{}",
-                r.core, r.priority, r.reads, r.writes, r.hist.n as f64 / r.elapsed.as_secs_f64().max(1e-9),
-                us(r.hist.mean()), us(r.hist.percentile(99.0) as f64), r.errors, r.verify_errors,
+                r.core,
+                r.priority,
+                r.reads,
+                r.writes,
+                r.hist.n as f64 / r.elapsed.as_secs_f64().max(1e-9),
+                us(r.hist.mean()),
+                us(r.hist.percentile(99.0) as f64),
+                r.errors,
+                r.verify_errors,
                 r.first_error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
             );
         }
         println!("total: {ios} I/Os in {secs:.2} s: {iops:.0} IOPS, {mbs:.1} MB/s");
         println!(
             "latency (us): mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} stddev {:.1} max {:.1}",
-            us(all.mean()), us(all.percentile(50.0) as f64), us(all.percentile(99.0) as f64),
-            us(all.percentile(99.9) as f64), us(all.stddev()), us(all.max as f64)
+            us(all.mean()),
+            us(all.percentile(50.0) as f64),
+            us(all.percentile(99.0) as f64),
+            us(all.percentile(99.9) as f64),
+            us(all.stddev()),
+            us(all.max as f64)
         );
         println!("result: {}", if ok { "ok" } else { "FAILED" });
     }
@@ -499,5 +542,9 @@ fn main() -> ExitCode {
         }
     }
     let ok = report(&o, &results, wall) && !failed;
-    if ok { ExitCode::SUCCESS } else { ExitCode::from(1) }
+    if ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    }
 }

@@ -52,7 +52,12 @@ fn info(dev: &Device) -> Result<(), Error> {
                 let caps = HduCaps::from_reg(h.caps);
                 println!(
                     "hdu{c}            rev {} at {:#x}, {} engine(s), max_nreqs {}, max_xfer {} KiB, start queue {}",
-                    h.revision, h.user_phys, h.engines, caps.max_nreqs, caps.max_xfer_pages * 4, caps.start_queue
+                    h.revision,
+                    h.user_phys,
+                    h.engines,
+                    caps.max_nreqs,
+                    caps.max_xfer_pages * 4,
+                    caps.start_queue
                 );
             }
             Err(e) => println!("hdu{c}            {e}"),

@@ -53,7 +53,12 @@ enum State {
     /// The batch finished but the stuck fault holds DONE back.
     Stuck,
     /// Rev 2 reset: waiting for in-flight commands to drain (the running and the queued batch).
-    Resetting { batch: Option<Batch>, queued: Option<Batch>, qreset: bool, since: Instant },
+    Resetting {
+        batch: Option<Batch>,
+        queued: Option<Batch>,
+        qreset: bool,
+        since: Instant,
+    },
 }
 
 /// One HDU with its engines.
@@ -80,7 +85,21 @@ pub struct Hdu {
 impl Hdu {
     /// An HDU at `user` (and `privileged`) driving `engines`.
     pub fn new(index: usize, rev: u32, user: u64, privileged: Option<u64>, caps: HduCaps, engines: Vec<Engine>) -> Self {
-        Self { index, rev, user, privileged, caps, engines, state: State::Idle, queued: None, next_key: 0, done: false, errors: 0, pstatus: 0, stats: HduStats::default() }
+        Self {
+            index,
+            rev,
+            user,
+            privileged,
+            caps,
+            engines,
+            state: State::Idle,
+            queued: None,
+            next_key: 0,
+            done: false,
+            errors: 0,
+            pstatus: 0,
+            stats: HduStats::default(),
+        }
     }
 
     /// The capabilities (rev 2 CAPS register; rev 1 synthesis constants).
@@ -227,10 +246,7 @@ impl Hdu {
         if self.rev >= HDU_REV2 {
             b.statusbuf = mem.load64(self.reg(HDU_REG_STATUSBUF)).unwrap_or(0);
             if let Some(p) = self.privileged {
-                b.window = (
-                    mem.load64(p + HDU_PRIV_DMA_BASE as u64).unwrap_or(0),
-                    mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap_or(0),
-                );
+                b.window = (mem.load64(p + HDU_PRIV_DMA_BASE as u64).unwrap_or(0), mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap_or(0));
             }
             if let Err(window) = self.check_batch(mem, &b) {
                 self.errors += 1;

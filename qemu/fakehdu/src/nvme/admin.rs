@@ -98,9 +98,7 @@ impl Controller {
                 if nsqr == 0xffff || ncqr == 0xffff {
                     return Err(dnr(sc::INVALID_FIELD));
                 }
-                if self.sqs.iter().skip(1).any(|q| q.is_some())
-                    || self.cqs.iter().skip(1).any(|q| q.is_some())
-                {
+                if self.sqs.iter().skip(1).any(|q| q.is_some()) || self.cqs.iter().skip(1).any(|q| q.is_some()) {
                     return Err(dnr(sc::COMMAND_SEQUENCE));
                 }
                 let max = u32::from(self.cfg.max_io_queues) - 1;

@@ -196,7 +196,7 @@ impl Controller {
             | (u64::from(self.cfg.timeout_500ms) << 24)
             // DSTRD = 0 (bits 35:32), NSSRS = 0
             | (1 << 37) // CSS: NVM command set
-            // MPSMIN = MPSMAX = 0 (4 KiB pages)
+                        // MPSMIN = MPSMAX = 0 (4 KiB pages)
     }
 
     pub(crate) fn cc_value(&self) -> u32 {

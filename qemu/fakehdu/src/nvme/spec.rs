@@ -10,17 +10,29 @@ pub const fn r(off: usize) -> u64 {
 }
 
 /// CC field accessors.
-pub fn cc_css(cc: u32) -> u32 { (cc >> 4) & 7 }
+pub fn cc_css(cc: u32) -> u32 {
+    (cc >> 4) & 7
+}
 /// CC.MPS.
-pub fn cc_mps(cc: u32) -> u32 { (cc >> 7) & 0xf }
+pub fn cc_mps(cc: u32) -> u32 {
+    (cc >> 7) & 0xf
+}
 /// CC.AMS.
-pub fn cc_ams(cc: u32) -> u32 { (cc >> CC_AMS_SHIFT) & 7 }
+pub fn cc_ams(cc: u32) -> u32 {
+    (cc >> CC_AMS_SHIFT) & 7
+}
 /// CC.SHN.
-pub fn cc_shn(cc: u32) -> u32 { (cc >> CC_SHN_SHIFT) & 3 }
+pub fn cc_shn(cc: u32) -> u32 {
+    (cc >> CC_SHN_SHIFT) & 3
+}
 /// CC.IOSQES.
-pub fn cc_iosqes(cc: u32) -> u32 { (cc >> 16) & 0xf }
+pub fn cc_iosqes(cc: u32) -> u32 {
+    (cc >> 16) & 0xf
+}
 /// CC.IOCQES.
-pub fn cc_iocqes(cc: u32) -> u32 { (cc >> 20) & 0xf }
+pub fn cc_iocqes(cc: u32) -> u32 {
+    (cc >> 20) & 0xf
+}
 
 /// A submission queue entry.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -77,10 +89,7 @@ impl Sqe {
     /// Encode 64 bytes.
     pub fn to_bytes(&self) -> [u8; 64] {
         let mut b = [0u8; 64];
-        let dw0 = u32::from(self.opcode)
-            | (u32::from(self.fuse & 3) << 8)
-            | (u32::from(self.psdt & 3) << 14)
-            | (u32::from(self.cid) << 16);
+        let dw0 = u32::from(self.opcode) | (u32::from(self.fuse & 3) << 8) | (u32::from(self.psdt & 3) << 14) | (u32::from(self.cid) << 16);
         b[0..4].copy_from_slice(&dw0.to_le_bytes());
         b[4..8].copy_from_slice(&self.nsid.to_le_bytes());
         b[16..24].copy_from_slice(&self.mptr.to_le_bytes());
@@ -93,15 +102,25 @@ impl Sqe {
     }
 
     /// CDW10.
-    pub fn cdw10(&self) -> u32 { self.cdw[0] }
+    pub fn cdw10(&self) -> u32 {
+        self.cdw[0]
+    }
     /// CDW11.
-    pub fn cdw11(&self) -> u32 { self.cdw[1] }
+    pub fn cdw11(&self) -> u32 {
+        self.cdw[1]
+    }
     /// CDW12.
-    pub fn cdw12(&self) -> u32 { self.cdw[2] }
+    pub fn cdw12(&self) -> u32 {
+        self.cdw[2]
+    }
     /// Starting LBA of a read/write (CDW11:CDW10).
-    pub fn slba(&self) -> u64 { u64::from(self.cdw[0]) | (u64::from(self.cdw[1]) << 32) }
+    pub fn slba(&self) -> u64 {
+        u64::from(self.cdw[0]) | (u64::from(self.cdw[1]) << 32)
+    }
     /// Number of logical blocks, 1-based (CDW12 15:0 plus one).
-    pub fn nblocks(&self) -> u32 { (self.cdw[2] & 0xffff) + 1 }
+    pub fn nblocks(&self) -> u32 {
+        (self.cdw[2] & 0xffff) + 1
+    }
 }
 
 /// A completion queue entry (without the phase tag, which the queue owner adds).
@@ -135,10 +154,7 @@ impl Cqe {
         let dw = |i: usize| u32::from_le_bytes([b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]]);
         let dw2 = dw(2);
         let dw3 = dw(3);
-        (
-            Self { dw0: dw(0), sqhd: dw2 as u16, sqid: (dw2 >> 16) as u16, cid: dw3 as u16, status: (dw3 >> 17) as u16 },
-            (dw3 >> 16) & 1 == 1,
-        )
+        (Self { dw0: dw(0), sqhd: dw2 as u16, sqid: (dw2 >> 16) as u16, cid: dw3 as u16, status: (dw3 >> 17) as u16 }, (dw3 >> 16) & 1 == 1)
     }
 }
 

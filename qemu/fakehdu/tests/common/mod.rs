@@ -37,13 +37,27 @@ pub fn bring_up(dev: &mut Device) -> Identified {
 pub fn bring_up_with(dev: &mut Device, p: &BringUp) -> (Identified, HostNvme) {
     let board = dev.board.clone();
     let mut host = HostNvme::new(&dev.mem, &board);
-    let id = host.bring_up(&mut || { dev.run_until_idle(10_000); }, &board, p).expect("bring-up");
+    let id = host
+        .bring_up(
+            &mut || {
+                dev.run_until_idle(10_000);
+            },
+            &board,
+            p,
+        )
+        .expect("bring-up");
     (id, host)
 }
 
 /// One admin command on `host`, stepping `dev`.
 pub fn admin(dev: &mut Device, host: &mut HostNvme, sqe: Sqe) -> Cqe {
-    host.admin(&mut || { dev.run_until_idle(10_000); }, sqe).expect("admin")
+    host.admin(
+        &mut || {
+            dev.run_until_idle(10_000);
+        },
+        sqe,
+    )
+    .expect("admin")
 }
 
 /// Rev 2 DMA window = the carve-out, on every HDU.
@@ -117,7 +131,17 @@ impl IoQ {
     pub fn create(dev: &mut Device, host: &mut HostNvme, qid: u16, base: u64, depth: u32, qprio: u32) -> IoQ {
         let bar = dev.board.nvme_bar;
         let (sq, cq) = (base, base + 0x10000);
-        host.create_queue_pair(&mut || { dev.run_until_idle(10_000); }, qid, sq, cq, depth, qprio).expect("create queue pair");
+        host.create_queue_pair(
+            &mut || {
+                dev.run_until_idle(10_000);
+            },
+            qid,
+            sq,
+            cq,
+            depth,
+            qprio,
+        )
+        .expect("create queue pair");
         IoQ { qid, sq, cq, depth, tail: 0, head: 0, phase: true, bar }
     }
 

@@ -72,14 +72,7 @@ pub fn solve(lambda: f64, service: f64, k: u32) -> Option<Mdk> {
     }
     mean += k as f64 * blocking;
     let throughput = (1.0 - p0) / service;
-    Some(Mdk {
-        depth: k as u32,
-        rho,
-        blocking,
-        throughput,
-        mean_in_system: mean,
-        mean_response: mean / throughput,
-    })
+    Some(Mdk { depth: k as u32, rho, blocking, throughput, mean_in_system: mean, mean_response: mean / throughput })
 }
 
 /// One urgency class under NVMe weighted round robin: its arrival rate and weight.
@@ -96,16 +89,7 @@ pub struct Class {
 /// (The paper's per-class model; it is pessimistic for a class whose peers are idle.)
 pub fn solve_wrr(classes: &[Class], service: f64, k: u32) -> Vec<Option<Mdk>> {
     let total: f64 = classes.iter().map(|c| c.weight).sum();
-    classes
-        .iter()
-        .map(|c| {
-            if c.weight > 0.0 {
-                solve(c.lambda, service * total / c.weight, k)
-            } else {
-                None
-            }
-        })
-        .collect()
+    classes.iter().map(|c| if c.weight > 0.0 { solve(c.lambda, service * total / c.weight, k) } else { None }).collect()
 }
 
 /// The smallest depth in `1..=max_depth` whose throughput is within `fraction` (0..1] of the
@@ -114,9 +98,7 @@ pub fn advise(lambda: f64, service: f64, fraction: f64, max_depth: u32) -> Optio
     if !(fraction > 0.0 && fraction <= 1.0) || max_depth == 0 {
         return None;
     }
-    let table: Vec<Mdk> = (1..=max_depth)
-        .map(|k| solve(lambda, service, k))
-        .collect::<Option<_>>()?;
+    let table: Vec<Mdk> = (1..=max_depth).map(|k| solve(lambda, service, k)).collect::<Option<_>>()?;
     let top = table.last()?.throughput;
     let pick = table.iter().find(|m| m.throughput >= fraction * top)?.depth;
     Some((pick, table))
@@ -134,23 +116,12 @@ mod tests {
     /// (2·10⁵ time units), D = 1.
     #[test]
     fn matches_the_reference_table() {
-        for (rho, k, pb, x) in [
-            (0.5, 4, 0.00768, 0.4962),
-            (0.9, 8, 0.02726, 0.8755),
-            (1.2, 6, 0.18767, 0.9748),
-            (0.95, 16, 0.01313, 0.9375),
-        ] {
+        for (rho, k, pb, x) in
+            [(0.5, 4, 0.00768, 0.4962), (0.9, 8, 0.02726, 0.8755), (1.2, 6, 0.18767, 0.9748), (0.95, 16, 0.01313, 0.9375)]
+        {
             let m = solve(rho, 1.0, k).unwrap();
-            assert!(
-                close(m.blocking, pb, 2e-3),
-                "rho {rho} K {k}: P_B {} want {pb}",
-                m.blocking
-            );
-            assert!(
-                close(m.throughput, x, 2e-3),
-                "rho {rho} K {k}: X {} want {x}",
-                m.throughput
-            );
+            assert!(close(m.blocking, pb, 2e-3), "rho {rho} K {k}: P_B {} want {pb}", m.blocking);
+            assert!(close(m.throughput, x, 2e-3), "rho {rho} K {k}: X {} want {x}", m.throughput);
             // Flow balance: X = λ(1 − P_B).
             assert!(close(m.throughput, rho * (1.0 - m.blocking), 1e-9));
         }
@@ -169,17 +140,10 @@ mod tests {
         let mut last = solve(0.9, 1.0, 1).unwrap();
         for k in 2..64 {
             let m = solve(0.9, 1.0, k).unwrap();
-            assert!(
-                m.blocking <= last.blocking && m.throughput >= last.throughput - 1e-12,
-                "K {k}"
-            );
+            assert!(m.blocking <= last.blocking && m.throughput >= last.throughput - 1e-12, "K {k}");
             last = m;
         }
-        assert!(
-            last.blocking > 0.0 && last.blocking < 1e-3,
-            "rho 0.9 K 63: {}",
-            last.blocking
-        );
+        assert!(last.blocking > 0.0 && last.blocking < 1e-3, "rho 0.9 K 63: {}", last.blocking);
         // ρ = 0.5, K = 40: P_B is far below what f64 resolves; reported as 0, not as noise.
         assert_eq!(solve(0.5, 1.0, 40).unwrap().blocking, 0.0);
     }
@@ -202,20 +166,7 @@ mod tests {
 
     #[test]
     fn wrr_gives_the_heavier_class_the_lower_blocking() {
-        let r = solve_wrr(
-            &[
-                Class {
-                    lambda: 400.0,
-                    weight: 128.0,
-                },
-                Class {
-                    lambda: 400.0,
-                    weight: 1.0,
-                },
-            ],
-            1e-3,
-            16,
-        );
+        let r = solve_wrr(&[Class { lambda: 400.0, weight: 128.0 }, Class { lambda: 400.0, weight: 1.0 }], 1e-3, 16);
         let (hi, lo) = (r[0].unwrap(), r[1].unwrap());
         assert!(hi.blocking < lo.blocking && hi.throughput > lo.throughput);
     }
