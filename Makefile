@@ -6,7 +6,7 @@
 #                  build directnvm.ko and hdu.ko out of tree (default KDIR: the QEMU test kernel)
 #   make guest     cross-build the aarch64 guest programs
 #   make demo      boot the virtual board, load the modules, show what the stack sees
-#   make check     host tests + DT checks + the guest suite in QEMU
+#   make check     format/lint gate + host tests + DT checks + the guest suite in QEMU
 #   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
@@ -50,9 +50,19 @@ guest: deps
 initramfs: modules guest
 	@bash qemu/mkinitramfs.sh
 
-test-host: deps
+test-host: deps lint
 	cargo test --workspace
 	bash scripts/gen-headers.sh --check
+
+# Format and lint gate (part of `make check`): rustfmt.toml's style, clippy with warnings as errors.
+# `make fmt` rewrites the workspace in that style.
+.PHONY: lint fmt
+lint: deps
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -q -- -D warnings
+
+fmt:
+	cargo fmt --all
 
 dtcheck: deps
 	@bash scripts/dtcheck.sh

@@ -122,8 +122,17 @@ link_rust_src() {
   [ -d "$sysroot/lib/rustlib/src/rust/library/std" ] || die "rust-src not visible in $sysroot"
 }
 
+# rustfmt and clippy for the format/lint gate of `make check`.
+install_rust_tools() {
+  cargo fmt --version >/dev/null 2>&1 && cargo clippy --version >/dev/null 2>&1 && return
+  command -v rustup >/dev/null || die "cargo fmt/clippy missing and no rustup to add them (install rustfmt and clippy for $(rustc --version))"
+  log "adding rustup components rustfmt, clippy"
+  rustup component add rustfmt clippy || die "rustup component add rustfmt clippy failed"
+}
+
 setup_sources
 install_apt
+install_rust_tools
 install_rust_src
 install_busybox
 install_bindgen

@@ -121,7 +121,7 @@ fn mapper(fd: i32, offset: u64, started: &AtomicU64, max: usize, seed: u64) -> R
         started.fetch_add(1, SeqCst);
         // Half the mappings get their PTEs before the revocation (the zap must remove them),
         // half stay untouched (the fault after it must refuse them).
-        let touched = rng.next() % 2 == 0;
+        let touched = rng.next().is_multiple_of(2);
         if touched {
             let _ = probe.read(addr, 8);
         }

@@ -73,11 +73,11 @@ fn status_word() {
 
 #[test]
 fn queue_window_and_mailbox_layout() {
-    assert!(DNVM_QWIN_PRP_OFFSET + DNVM_QWIN_PRP_SIZE <= DNVM_QWIN_CQ_OFFSET);
-    assert!(DNVM_QWIN_CQ_OFFSET < DNVM_QWIN_QUEUE_STRIDE);
-    assert!(TESTDEV_REG_ARGS + 8 * TESTDEV_NARGS <= TESTDEV_REG_RESULT);
-    assert!(TESTDEV_REG_RESULT + 8 * TESTDEV_NRESULTS <= DNVM_PAGE_SIZE as usize);
-    assert!(TESTDEV_STAT_COUNT <= TESTDEV_NRESULTS);
+    const { assert!(DNVM_QWIN_PRP_OFFSET + DNVM_QWIN_PRP_SIZE <= DNVM_QWIN_CQ_OFFSET) };
+    const { assert!(DNVM_QWIN_CQ_OFFSET < DNVM_QWIN_QUEUE_STRIDE) };
+    const { assert!(TESTDEV_REG_ARGS + 8 * TESTDEV_NARGS <= TESTDEV_REG_RESULT) };
+    const { assert!(TESTDEV_REG_RESULT + 8 * TESTDEV_NRESULTS <= DNVM_PAGE_SIZE as usize) };
+    const { assert!(TESTDEV_STAT_COUNT <= TESTDEV_NRESULTS) };
     assert_eq!(TESTDEV_MAILBOX_PHYS % DNVM_PAGE_SIZE, 0);
     assert_eq!(HDU_CTRL_QRESET & HDU_CTRL_RESET, 0);
 }
