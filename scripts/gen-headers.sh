@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
-# Regenerate the C header of libnvmedl from its Rust C ABI (cbindgen).
-#   scripts/gen-headers.sh          write userspace/libnvmedl/include/libnvmedl.h
-#   scripts/gen-headers.sh --check  fail (exit 1) if the committed header is stale
+# Regenerate the generated C headers (one source of truth: the Rust definitions):
+#   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi.rs)
+#   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
+#                                             abi.rs) + ioctl numbers and size checks
+#                                             (userspace/abi/examples/c_header_tail.rs)
+#   scripts/gen-headers.sh          write both headers
+#   scripts/gen-headers.sh --check  fail (exit 1) if a committed header is stale or does not compile
 # Installs cbindgen from crates.io into ~/.cargo/bin when it is missing (idempotent).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -10,20 +14,67 @@ CBINDGEN_VERSION=0.29.4
 if ! cbindgen --version 2>/dev/null | grep -q "$CBINDGEN_VERSION"; then
   cargo install --locked cbindgen --version "$CBINDGEN_VERSION" >&2
 fi
-CRATE=$TOP/userspace/libnvmedl
-HEADER=$CRATE/include/libnvmedl.h
-TMP=$(mktemp)
-trap 'rm -f "$TMP"' EXIT
-cbindgen --quiet --config "$CRATE/cbindgen.toml" --crate libnvmedl --output "$TMP" "$CRATE"
-if [ "${1:-}" = "--check" ]; then
-  if ! cmp -s "$TMP" "$HEADER"; then
-    echo "gen-headers: $HEADER is stale; run scripts/gen-headers.sh" >&2
-    diff -u "$HEADER" "$TMP" >&2 || true
-    exit 1
+CHECK=0
+[ "${1:-}" = "--check" ] && CHECK=1
+TMPD=$(mktemp -d)
+trap 'rm -rf "$TMPD"' EXIT
+STALE=0
+
+# publish NEW HEADER: write it, or with --check compare it with the committed one.
+publish() {
+  local new=$1 header=$2
+  if [ $CHECK = 1 ]; then
+    if ! cmp -s "$new" "$header"; then
+      echo "gen-headers: $header is stale; run scripts/gen-headers.sh" >&2
+      diff -u "$header" "$new" >&2 || true
+      STALE=1
+    else
+      echo "gen-headers: $header is up to date"
+    fi
+  else
+    mkdir -p "$(dirname "$header")"
+    cp "$new" "$header"
+    echo "$header"
   fi
-  echo "gen-headers: $HEADER is up to date"
-else
-  mkdir -p "$(dirname "$HEADER")"
-  cp "$TMP" "$HEADER"
-  echo "$HEADER"
+}
+
+# libnvmedl.h
+CRATE=$TOP/userspace/libnvmedl
+cbindgen --quiet --config "$CRATE/cbindgen.toml" --crate libnvmedl --output "$TMPD/libnvmedl.h" "$CRATE"
+publish "$TMPD/libnvmedl.h" "$CRATE/include/libnvmedl.h"
+
+# directnvm_abi.h: abi.rs is `include!`d by its crate and the kernel modules, so cbindgen reads
+# the file itself. Every ioctl cbindgen had to skip must be in the generated tail.
+ABI=$TOP/userspace/abi
+cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$ABI/src/abi.rs" 2>"$TMPD/warn"
+cargo run -q -p directnvm-abi --example c_header_tail >"$TMPD/tail.h"
+for name in $(sed -n 's/^WARN: Skip abi::\([A-Z0-9_]*_IOC_[A-Z0-9_]*\) .*/\1/p' "$TMPD/warn"); do
+  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (abi.rs)" >&2; exit 1; }
+done
+{
+  echo "/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */"
+  echo "/* SPDX-License-Identifier: GPL-2.0-only OR MIT */"
+  echo "/*"
+  echo " * DirectNVM kernel ABI: the ioctls, structs and mmap layout of /dev/directnvm and /dev/hduN,"
+  echo " * and the staging-entry and register layout of the HDU (docs/hardware.md explains each number)."
+  echo " */"
+  echo "#ifndef DIRECTNVM_ABI_H"
+  echo "#define DIRECTNVM_ABI_H"
+  echo
+  cat "$TMPD/body.h"
+  echo
+  cat "$TMPD/tail.h"
+  echo
+  echo "#endif /* DIRECTNVM_ABI_H */"
+} >"$TMPD/directnvm_abi.h"
+publish "$TMPD/directnvm_abi.h" "$ABI/include/directnvm_abi.h"
+
+# Both headers must compile as C11 (the size checks are _Static_asserts).
+if [ $CHECK = 1 ]; then
+  for h in "$CRATE/include/libnvmedl.h" "$ABI/include/directnvm_abi.h"; do
+    printf '#include "%s"\nint main(void) { return 0; }\n' "$h" >"$TMPD/t.c"
+    cc -std=c11 -Wall -Werror -c -o "$TMPD/t.o" "$TMPD/t.c" || { echo "gen-headers: $h does not compile" >&2; exit 1; }
+  done
+  echo "gen-headers: both headers compile (C11, -Wall -Werror)"
 fi
+exit $STALE

@@ -644,6 +644,22 @@ pub const HDU_IOC_RESET_QUEUES: u32 = dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, 0x0
 /// Highest `/dev/hduN` ioctl number (a known number with a wrong size is EINVAL).
 pub const HDU_IOC_MAX_NR: u32 = 0x04;
 
+/// Every ioctl number of both devices by name: the C header's `#define`s are generated from this
+/// table (cbindgen cannot evaluate `dnvm_ioc`), and tests check it lists every `*_IOC_*` command.
+pub const DNVM_IOCTLS: &[(&str, u32)] = &[
+    ("DNVM_IOC_GET_INFO", DNVM_IOC_GET_INFO),
+    ("DNVM_IOC_GET_LAYOUT", DNVM_IOC_GET_LAYOUT),
+    ("DNVM_IOC_CLAIM", DNVM_IOC_CLAIM),
+    ("DNVM_IOC_RELEASE", DNVM_IOC_RELEASE),
+    ("DNVM_IOC_CONTROLLER_INIT", DNVM_IOC_CONTROLLER_INIT),
+    ("DNVM_IOC_SET_ARBITRATION", DNVM_IOC_SET_ARBITRATION),
+    ("DNVM_IOC_GET_STATS", DNVM_IOC_GET_STATS),
+    ("HDU_IOC_GET_INFO", HDU_IOC_GET_INFO),
+    ("HDU_IOC_RESET", HDU_IOC_RESET),
+    ("HDU_IOC_GET_STATS", HDU_IOC_GET_STATS),
+    ("HDU_IOC_RESET_QUEUES", HDU_IOC_RESET_QUEUES),
+];
+
 // ----------------------------------------------------------------------------------------------
 // Device-tree property names shared by the drivers, the binding and the device model.
 // ----------------------------------------------------------------------------------------------

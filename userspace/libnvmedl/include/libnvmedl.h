@@ -88,6 +88,32 @@
 #define NVMEDL_E_INTERNAL -1015
 
 /*
+ Urgency class 0 (`nvmedl_set_handle(h, "priority", NVMEDL_PRIO_URGENT)`): served first by
+ the controller's arbitration (rev 2 routes it to the urgent engine; rev 1 ignores classes).
+ */
+#define NVMEDL_PRIO_URGENT 0
+
+/*
+ Urgency class 1: high (WRR weight class high). The default of a new handle.
+ */
+#define NVMEDL_PRIO_HIGH 1
+
+/*
+ Urgency class 2: medium (WRR weight class medium).
+ */
+#define NVMEDL_PRIO_MEDIUM 2
+
+/*
+ Urgency class 3: low (WRR weight class low).
+ */
+#define NVMEDL_PRIO_LOW 3
+
+/*
+ Largest `timeout_us` accepted by `nvmedl_set_handle` (one hour).
+ */
+#define NVMEDL_TIMEOUT_US_MAX 3600000000
+
+/*
  Opaque per-core handle (`nvmedl_create_handle`).
  */
 typedef struct nvmedl_handle nvmedl_handle;
@@ -158,9 +184,13 @@ struct nvmedl_handle *nvmedl_create_handle(int cpu);
 void nvmedl_destroy_handle(struct nvmedl_handle *h);
 
 /*
- Set a handle option: "iodepth" (1..=1024), "priority" (0 urgent .. 3 low; routed to the
- engine of that urgency on rev 2, ignored by rev 1 hardware), "batch" (staged requests that
- start a batch), "timeout_us", "yield" (spins before sched_yield in blocking waits, 0 = spin).
+ Set a handle option. Keys and their valid ranges (anything else: -1013, nothing changed):
+ - "iodepth": requests in flight, 1..=the staging queue's entries (1024 by default);
+ - "priority": `NVMEDL_PRIO_URGENT` (0) ..= `NVMEDL_PRIO_LOW` (3); routed to the engine of that
+   urgency class on rev 2, ignored by rev 1 hardware;
+ - "batch": staged requests that start a hardware batch, 1..=the staging queue's entries;
+ - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
+ - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
 
  # Safety
  `h` is a live handle; `param` a NUL-terminated string.
@@ -169,8 +199,10 @@ int nvmedl_set_handle(struct nvmedl_handle *h, const char *param, uint64_t value
 
 /*
  Queue a read of `len` bytes (multiple of 4096) at `lba` (512-byte units, multiple of 8)
- into `buf` (from `nvmedl_buf_alloc`, 4 KiB aligned). Returns the request tag (≥ 0) or a
- negative code. On a full queue it submits what is staged and waits (bounded).
+ into `buf`: a 4 KiB aligned address inside one `nvmedl_buf_alloc` allocation, with `len`
+ bytes left in that allocation (-1006 otherwise: a request never spills into the next
+ allocation; -1007 for memory not allocated from this handle). Returns the request tag (≥ 0)
+ or a negative code. On a full queue it submits what is staged and waits (bounded).
 
  # Safety
  `h` is a live handle.
@@ -237,7 +269,12 @@ int nvmedl_write(struct nvmedl_handle *h, void *buf, uint64_t lba, uint32_t len)
 int nvmedl_flush(struct nvmedl_handle *h);
 
 /*
- Reset the handle's engine after a timeout (rev 2). 0 or a negative code.
+ Recover after a timeout (-1003), on both revisions. Once a request timed out the handle is
+ wedged: calls return -1009 (not ready) until it recovers. Rev 2: resets the engine (the
+ timed-out batch is aborted, its requests fail). Rev 1 (no engine reset): waits, bounded by
+ the timeout, for the device to finish the timed-out batch. 0 when the handle takes requests
+ again; -1003 if a rev 1 batch is still in the device (call again later). Calls also recover
+ by themselves once the device finished the batch.
 
  # Safety
  `h` is a live handle.
@@ -246,7 +283,8 @@ int nvmedl_reset_handle(struct nvmedl_handle *h);
 
 /*
  Allocate `len` bytes (rounded up to 4 KiB, 4 KiB aligned) from the handle's data slice.
- NULL on failure.
+ NULL on failure with `nvmedl_errno()`: -1006 for `len` 0 (nothing is allocated), -1012 when
+ the slice has no free run that long.
 
  # Safety
  `h` is a live handle.

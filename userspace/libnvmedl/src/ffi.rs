@@ -18,6 +18,21 @@ use crate::error::Error;
 use crate::handle::{Completion, Device, HandleOptions, Op};
 use crate::Handle;
 
+/// Urgency class 0 (`nvmedl_set_handle(h, "priority", NVMEDL_PRIO_URGENT)`): served first by
+/// the controller's arbitration (rev 2 routes it to the urgent engine; rev 1 ignores classes).
+pub const NVMEDL_PRIO_URGENT: u64 = 0;
+/// Urgency class 1: high (WRR weight class high). The default of a new handle.
+pub const NVMEDL_PRIO_HIGH: u64 = 1;
+/// Urgency class 2: medium (WRR weight class medium).
+pub const NVMEDL_PRIO_MEDIUM: u64 = 2;
+/// Urgency class 3: low (WRR weight class low).
+pub const NVMEDL_PRIO_LOW: u64 = 3;
+// (Literals, because cbindgen cannot evaluate paths; a test ties them to directnvm-abi's
+// DNVM_URGENCY_*.)
+
+/// Largest `timeout_us` accepted by `nvmedl_set_handle` (one hour).
+pub const NVMEDL_TIMEOUT_US_MAX: u64 = 3_600_000_000;
+
 /// Opaque per-core handle (`nvmedl_create_handle`).
 pub struct NvmedlHandle {
     h: Handle,
@@ -170,9 +185,13 @@ fn with<T: Copy>(h: *mut NvmedlHandle, fail: T, f: impl FnOnce(&mut NvmedlHandle
     })
 }
 
-/// Set a handle option: "iodepth" (1..=1024), "priority" (0 urgent .. 3 low; routed to the
-/// engine of that urgency on rev 2, ignored by rev 1 hardware), "batch" (staged requests that
-/// start a batch), "timeout_us", "yield" (spins before sched_yield in blocking waits, 0 = spin).
+/// Set a handle option. Keys and their valid ranges (anything else: -1013, nothing changed):
+/// - "iodepth": requests in flight, 1..=the staging queue's entries (1024 by default);
+/// - "priority": `NVMEDL_PRIO_URGENT` (0) ..= `NVMEDL_PRIO_LOW` (3); routed to the engine of that
+///   urgency class on rev 2, ignored by rev 1 hardware;
+/// - "batch": staged requests that start a hardware batch, 1..=the staging queue's entries;
+/// - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
+/// - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
 ///
 /// # Safety
 /// `h` is a live handle; `param` a NUL-terminated string.
@@ -188,14 +207,11 @@ pub unsafe extern "C" fn nvmedl_set_handle(h: *mut NvmedlHandle, param: *const c
             b"iodepth" => h.h.set_iodepth(value as usize),
             b"priority" => u16::try_from(value).map_err(|_| Error::InvalidArgument).and_then(|p| h.h.set_priority(p)),
             b"batch" => h.h.set_batch(value as usize),
-            b"timeout_us" => {
+            b"timeout_us" if (1..=NVMEDL_TIMEOUT_US_MAX).contains(&value) => {
                 h.h.set_timeout(Duration::from_micros(value));
                 Ok(())
             }
-            b"yield" => {
-                h.h.set_yield_spins(value.min(u32::MAX as u64) as u32);
-                Ok(())
-            }
+            b"yield" => u32::try_from(value).map_err(|_| Error::InvalidArgument).map(|n| h.h.set_yield_spins(n)),
             _ => Err(Error::InvalidArgument),
         };
         code(r)
@@ -216,8 +232,10 @@ fn submit(h: *mut NvmedlHandle, op: Op, buf: *mut c_void, lba: u64, len: u32) ->
 }
 
 /// Queue a read of `len` bytes (multiple of 4096) at `lba` (512-byte units, multiple of 8)
-/// into `buf` (from `nvmedl_buf_alloc`, 4 KiB aligned). Returns the request tag (≥ 0) or a
-/// negative code. On a full queue it submits what is staged and waits (bounded).
+/// into `buf`: a 4 KiB aligned address inside one `nvmedl_buf_alloc` allocation, with `len`
+/// bytes left in that allocation (-1006 otherwise: a request never spills into the next
+/// allocation; -1007 for memory not allocated from this handle). Returns the request tag (≥ 0)
+/// or a negative code. On a full queue it submits what is staged and waits (bounded).
 ///
 /// # Safety
 /// `h` is a live handle.
@@ -353,17 +371,23 @@ pub unsafe extern "C" fn nvmedl_flush(h: *mut NvmedlHandle) -> c_int {
     with(h, Error::InvalidArgument.code(), |h| code(h.h.flush()))
 }
 
-/// Reset the handle's engine after a timeout (rev 2). 0 or a negative code.
+/// Recover after a timeout (-1003), on both revisions. Once a request timed out the handle is
+/// wedged: calls return -1009 (not ready) until it recovers. Rev 2: resets the engine (the
+/// timed-out batch is aborted, its requests fail). Rev 1 (no engine reset): waits, bounded by
+/// the timeout, for the device to finish the timed-out batch. 0 when the handle takes requests
+/// again; -1003 if a rev 1 batch is still in the device (call again later). Calls also recover
+/// by themselves once the device finished the batch.
 ///
 /// # Safety
 /// `h` is a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn nvmedl_reset_handle(h: *mut NvmedlHandle) -> c_int {
-    with(h, Error::InvalidArgument.code(), |h| code(h.h.reset()))
+    with(h, Error::InvalidArgument.code(), |h| code(h.h.recover()))
 }
 
 /// Allocate `len` bytes (rounded up to 4 KiB, 4 KiB aligned) from the handle's data slice.
-/// NULL on failure.
+/// NULL on failure with `nvmedl_errno()`: -1006 for `len` 0 (nothing is allocated), -1012 when
+/// the slice has no free run that long.
 ///
 /// # Safety
 /// `h` is a live handle.
@@ -424,3 +448,7 @@ pub extern "C" fn nvmedl_strerror(code: c_int) -> *const c_char {
     };
     s.as_ptr()
 }
+
+#[cfg(test)]
+#[path = "ffi_tests.rs"]
+mod tests;

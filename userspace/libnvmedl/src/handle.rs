@@ -423,7 +423,11 @@ pub struct Handle {
     polls: u32,
     seq: u64,
     alloc: PageAlloc,
+    /// Pages of the allocation that starts at each page (0: no allocation starts there).
     runs: Vec<u32>,
+    /// For each page, 1 + the first page of the allocation holding it (0: free): the C ABI
+    /// bounds a pointer into an allocation by the end of that allocation.
+    starts: Vec<u32>,
     uid: u64,
     sync_result: Option<Result<()>>,
     /// Sequence number of the request the running `sync` call waits for (0: none). A sync
@@ -507,6 +511,7 @@ impl Handle {
             seq: 0,
             alloc: PageAlloc::new(pages),
             runs: vec![0; pages],
+            starts: vec![0; pages],
             uid: NEXT_UID.fetch_add(1, Ordering::Relaxed),
             sync_result: None,
             sync_seq: 0,
@@ -622,7 +627,8 @@ impl Handle {
         self.batch = v;
         Ok(())
     }
-    /// Set the wait bound.
+    /// Set the wait bound (zero makes every blocking wait time out at once; the C key
+    /// `timeout_us` refuses 0).
     pub fn set_timeout(&mut self, t: Duration) {
         self.timeout = t;
     }
@@ -641,6 +647,7 @@ impl Handle {
         let pages = len.div_ceil(PAGE);
         let page = self.alloc.alloc(pages).ok_or(Error::NoBuffers)?;
         self.runs[page] = pages as u32;
+        self.starts[page..page + pages].fill(page as u32 + 1);
         Ok(self.buffer(page, pages))
     }
 
@@ -657,6 +664,7 @@ impl Handle {
             return Err(Error::NotFromSlice);
         }
         self.runs[buf.page] = 0;
+        self.starts[buf.page..buf.page + buf.pages].fill(0);
         if self.alloc.free(buf.page, buf.pages) {
             Ok(())
         } else {
@@ -679,8 +687,10 @@ impl Handle {
         }
     }
 
-    /// A request on raw memory of the data slice at `ptr` (C ABI support): `ptr` must be
-    /// 4 KiB aligned and `[ptr, ptr + len)` inside the slice.
+    /// A request on memory of one `buf_alloc` allocation at `ptr` (C ABI support): `ptr` must be
+    /// 4 KiB aligned and inside an allocation (its start or any page of it), and `[ptr, ptr +
+    /// len)` must end within that allocation (`BadLength` otherwise, checked at submit), so a
+    /// request can never spill into the next allocation.
     pub fn request_at_ptr(&self, op: Op, ptr: *const u8, lba: u64, len: u32) -> Result<Request> {
         let off = (ptr as usize).wrapping_sub(self.data.ptr as usize);
         if off >= self.data.len {
@@ -689,17 +699,12 @@ impl Handle {
         if !off.is_multiple_of(PAGE) {
             return Err(Error::Misaligned);
         }
-        Ok(Request {
-            op,
-            lba,
-            len,
-            owner: self.uid,
-            data_off: off,
-            buf_len: self.data.len - off,
-            priority: None,
-            deadline: None,
-            tag: None,
-        })
+        let first = match self.starts[off / PAGE] {
+            0 => return Err(Error::NotFromSlice),
+            s => s as usize - 1,
+        };
+        let end = (first + self.runs[first] as usize) * PAGE;
+        Ok(Request { op, lba, len, owner: self.uid, data_off: off, buf_len: end - off, priority: None, deadline: None, tag: None })
     }
 
     // ----------------------------------------------------------------------------- submit
@@ -787,7 +792,7 @@ impl Handle {
     /// nobody polled.
     pub fn submit(&mut self, r: Request) -> Result<u64> {
         let s = self.prepare(&r)?;
-        if matches!(self.hw, Hw::Wedged { .. }) {
+        if self.still_wedged() {
             return Err(Error::NotReady);
         }
         if self.full() {
@@ -810,7 +815,7 @@ impl Handle {
     /// Queue a request, or `QueueFull` at once if the queue is full.
     pub fn try_submit(&mut self, r: Request) -> Result<u64> {
         let s = self.prepare(&r)?;
-        if matches!(self.hw, Hw::Wedged { .. }) {
+        if self.still_wedged() {
             return Err(Error::NotReady);
         }
         if self.full() {
@@ -1168,7 +1173,7 @@ impl Handle {
 
     fn sync(&mut self, r: Request) -> Result<()> {
         let s = self.prepare(&r)?;
-        if matches!(self.hw, Hw::Wedged { .. }) {
+        if self.still_wedged() {
             return Err(Error::NotReady);
         }
         let t0 = Instant::now();
@@ -1227,6 +1232,33 @@ impl Handle {
         self.hw = Hw::Idle;
         self.program_queue_regs();
         Ok(())
+    }
+
+    /// Bring the handle back after a timeout, on either revision. Rev 2: `reset` (the engine
+    /// aborts the timed-out batch). Rev 1 has no engine reset: wait, bounded by the timeout, for
+    /// the late DONE that ends the wedge. `Ok` when the handle takes requests again; `Timeout`
+    /// while a rev 1 batch is still inside the device (call again later, or reload the modules).
+    pub fn recover(&mut self) -> Result<()> {
+        if self.revision >= HDU_REV2 {
+            return self.reset();
+        }
+        let t0 = Instant::now();
+        while self.still_wedged() {
+            if t0.elapsed() > self.timeout {
+                return Err(Error::Timeout);
+            }
+            std::thread::sleep(Duration::from_micros(100));
+        }
+        Ok(())
+    }
+
+    /// Wedged even after looking once for the late DONE that ends a wedge (so every call
+    /// recovers by itself once the device finished the timed-out batch).
+    fn still_wedged(&mut self) -> bool {
+        if matches!(self.hw, Hw::Wedged { .. }) {
+            self.progress(false);
+        }
+        matches!(self.hw, Hw::Wedged { .. })
     }
 
     /// True when the last batch timed out and the engine has not recovered.
