@@ -74,6 +74,13 @@ test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 2
 	@bash qemu/run.sh --suite --revision 2 --engines 4
 
+# The oldest supported kernel (docs/board.md "Kernel versions"): its own cached test kernel,
+# the modules built against it, the guest suite on rev 2.
+COMPAT_KVER ?= 7.2
+.PHONY: test-kernel-compat
+test-kernel-compat: guest
+	@bash scripts/kernel-compat.sh $(COMPAT_KVER) --suite --revision 2
+
 demo: initramfs
 	@bash qemu/run.sh --demo
 

@@ -4,12 +4,15 @@
 #
 #   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
 #               [--keep-log FILE] [--env KEY=VALUE]... [--fake-arg ARG]... [--engines N]
+#               [--kver VERSION --initrd FILE]
 #
 # --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
 # KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
 # ARG to the fake-hdu process (e.g. --fake-arg --ssd --fake-arg read_iops=20000). --engines N
 # sets directnvm,engines-per-hdu in the board DT (1 by default; 4 = one engine per urgency class,
-# rev 2 only); the drivers and the fake device both read it from there.
+# rev 2 only); the drivers and the fake device both read it from there. --kver boots the test
+# kernel of another linux-source version with an initramfs holding modules built for it
+# (scripts/kernel-compat.sh makes both).
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
 # process and the /dev/shm memory file are removed on exit, whatever happens.
@@ -34,6 +37,8 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift ;;
     --keep-log) LOG=$2; shift ;;
     --no-device) DEVICE=0 ;;   # boot without the fake HDU device (kernel-only debugging)
+    --kver) export KVER=$2; shift ;;     # test kernel of another linux-source version
+    --initrd) INITRD=$2; shift ;;        # initramfs other than build/initramfs.cpio.gz
     *) echo "run.sh: unknown argument $1" >&2; exit 2 ;;
   esac
   shift
@@ -41,7 +46,7 @@ done
 
 KDIR=$(bash "$TOP/scripts/kernel.sh")
 IMAGE=$KDIR/arch/arm64/boot/Image
-INITRD=$TOP/build/initramfs.cpio.gz
+INITRD=${INITRD:-$TOP/build/initramfs.cpio.gz}
 [ -f "$INITRD" ] || { echo "run.sh: $INITRD missing (make initramfs)" >&2; exit 2; }
 if [ $DEVICE -eq 1 ]; then
   (cd "$TOP" && cargo build --release -q -p fakehdu) || { echo "run.sh: cannot build fake-hdu" >&2; exit 2; }

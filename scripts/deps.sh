@@ -66,7 +66,7 @@ missing_pkgs() {
 
 install_apt() {
   local miss
-  miss=$(missing_pkgs "${APT_PKGS[@]}" linux-source-7.3)
+  miss=$(missing_pkgs "${APT_PKGS[@]}" linux-source-7.3 linux-source-7.2)
   if [ -n "$miss" ]; then
     log "installing: $miss"
     $SUDO apt-get install -y -q --no-install-recommends $miss || die "apt-get install failed for: $miss"

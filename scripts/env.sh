@@ -3,7 +3,9 @@
 # the extracted kernel source, kernel builds keyed by version + config hash, busybox.
 DIRECTNVM_CACHE=${DIRECTNVM_CACHE:-/var/cache/directnvm}
 TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-KVER=7.3
+# Kernel version of the Debian linux-source package to build against (make check also boots
+# the oldest supported one: scripts/kernel-compat.sh).
+KVER=${KVER:-7.3}
 KSRC_TAR=/usr/src/linux-source-$KVER.tar.xz
 RUST_LIB_SRC=/usr/lib/rustlib/src/rust/library
 KMAKE_ARGS=(ARCH=arm64 LLVM=-19 RUST_LIB_SRC=$RUST_LIB_SRC)
