@@ -22,7 +22,7 @@ use kernel::{
 
 /// The unsafe shim (shared with hdu.ko, which uses other parts of it).
 #[allow(dead_code)]
-#[path = "kshim.rs"]
+#[path = "../userspace/abi/kernel/kshim.rs"]
 mod kshim;
 
 /// The shared ABI (register offsets, ioctl structs), included from userspace/abi/src/abi.rs.

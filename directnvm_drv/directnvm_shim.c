@@ -3,7 +3,7 @@
  * directnvm.ko's C shim: the shared helpers (kshim.c) and the sysfs attribute table of
  * /sys/class/misc/directnvm/. Values come from DevNode::show in directnvm_main.rs, by name.
  */
-#include "kshim.c"
+#include "kshim.c" /* userspace/abi/kernel/, shared by both modules */
 #include <linux/sysfs.h>
 
 DNVM_SHOW_ATTR(cores);

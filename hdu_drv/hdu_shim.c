@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * hdu.ko's C shim: the shared helpers (the source exists once, in directnvm_drv/kshim.c) and the
+ * hdu.ko's C shim: the shared helpers (the source exists once, in userspace/abi/kernel/kshim.c) and the
  * sysfs attribute table of /sys/class/misc/hduN/. Values come from hdu_main.rs (HduShared::show).
  */
-#include "../directnvm_drv/kshim.c"
+#include "kshim.c" /* userspace/abi/kernel/, shared by both modules */
 #include <linux/sysfs.h>
 
 /* The values come from HduShared::show in hdu_main.rs, matched by name. */

@@ -80,19 +80,20 @@ impl Board {
 
     /// Parse a DTB (a full boot DTB or the compiled overlay). RAM base/size are taken from the
     /// `memory` node when present, otherwise left at the QEMU defaults.
-    pub fn from_dtb(blob: &[u8]) -> Result<Self, String> {
-        let fdt = fdt::Fdt::new(blob).map_err(|e| format!("bad DTB: {e:?}"))?;
-        let root = fdt.find_node("/").ok_or("DTB has no root node")?;
+    pub fn from_dtb(blob: &[u8]) -> crate::Result<Self> {
+        let fdt = fdt::Fdt::new(blob).map_err(|e| dtb(&format!("{e:?}")))?;
+        let root = fdt.find_node("/").ok_or_else(|| dtb("DTB has no root node"))?;
         let mut nodes = Vec::new();
         collect(root, Cells { addr: 2, size: 1 }, &mut nodes);
 
         let mut board = Board::qemu_default();
         board.hdus.clear();
-        let engine = nodes.iter().find(|n| n.compatible.iter().any(|c| c == DT_COMPAT_ENGINE)).ok_or("no directnvm,engine node")?;
-        let (bar, bar_size) = *engine.reg.first().ok_or("engine node has no reg")?;
+        let engine =
+            nodes.iter().find(|n| n.compatible.iter().any(|c| c == DT_COMPAT_ENGINE)).ok_or_else(|| dtb("no directnvm,engine node"))?;
+        let (bar, bar_size) = *engine.reg.first().ok_or_else(|| dtb("engine node has no reg"))?;
         board.nvme_bar = bar;
         board.nvme_bar_size = bar_size;
-        let qw = engine.pair("directnvm,queue-window").ok_or("engine: no directnvm,queue-window")?;
+        let qw = engine.pair("directnvm,queue-window").ok_or_else(|| dtb("engine: no directnvm,queue-window"))?;
         board.queue_window = qw.0;
         board.queue_window_size = qw.1;
         if let Some(dw) = engine.pair("directnvm,dma-window") {
@@ -101,19 +102,19 @@ impl Board {
         board.engines_per_hdu = engine.u32("directnvm,engines-per-hdu").unwrap_or(1);
         board.io_queue_depth = engine.u32("directnvm,io-queue-depth").unwrap_or(32);
         board.staging_entries = engine.u32("directnvm,staging-entries").unwrap_or(170);
-        let ph = engine.u32("memory-region").ok_or("engine: no memory-region")?;
-        let carve = nodes.iter().find(|n| n.phandle == Some(ph)).ok_or("memory-region phandle not found")?;
-        let (cb, cs) = *carve.reg.first().ok_or("carve-out has no reg")?;
+        let ph = engine.u32("memory-region").ok_or_else(|| dtb("engine: no memory-region"))?;
+        let carve = nodes.iter().find(|n| n.phandle == Some(ph)).ok_or_else(|| dtb("memory-region phandle not found"))?;
+        let (cb, cs) = *carve.reg.first().ok_or_else(|| dtb("carve-out has no reg"))?;
         board.carveout = cb;
         board.carveout_size = cs;
 
         for (i, n) in nodes.iter().filter(|n| n.compatible.iter().any(|c| c == DT_COMPAT_HDU)).enumerate() {
-            let user = n.reg.first().ok_or("hdu node has no reg")?.0;
+            let user = n.reg.first().ok_or_else(|| dtb("hdu node has no reg"))?.0;
             board.hdus.push(HduAddr { index: n.u32("directnvm,index").unwrap_or(i as u32), user, privileged: n.reg.get(1).map(|r| r.0) });
         }
         board.hdus.sort_by_key(|h| h.index);
         if board.hdus.is_empty() {
-            return Err("no directnvm,hdu nodes".into());
+            return Err(dtb("no directnvm,hdu nodes"));
         }
         if let Some(mem) = nodes.iter().find(|n| n.name.starts_with("memory@") && !n.reg.is_empty()) {
             board.ram_base = mem.reg[0].0;
@@ -193,4 +194,8 @@ fn collect(node: fdt::node::FdtNode<'_, '_>, parent: Cells, out: &mut Vec<Node>)
     for child in node.children() {
         collect(child, own, out);
     }
+}
+
+fn dtb(what: &str) -> crate::Error {
+    crate::Error::Dtb(what.to_string())
 }

@@ -69,18 +69,18 @@ pub enum ControlOp {
 }
 
 /// Parse a decimal or 0x-hex number.
-pub fn num(s: &str) -> Result<u64, String> {
+pub fn num(s: &str) -> crate::Result<u64> {
     let r = match s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
         Some(h) => u64::from_str_radix(h, 16),
         None => s.parse(),
     };
-    r.map_err(|_| format!("bad number '{s}'"))
+    r.map_err(|_| crate::Error::Control(format!("bad number '{s}'")))
 }
 
 /// Parse one socket line.
-pub fn parse_line(line: &str) -> Result<ControlOp, String> {
+pub fn parse_line(line: &str) -> crate::Result<ControlOp> {
     let w: Vec<&str> = line.split_whitespace().collect();
-    let arg = |i: usize| w.get(i).copied().ok_or_else(|| format!("missing argument {i}"));
+    let arg = |i: usize| w.get(i).copied().ok_or_else(|| crate::Error::Control(format!("missing argument {i}")));
     let n = |i: usize| arg(i).and_then(num);
     match w.as_slice() {
         ["ping"] => Ok(ControlOp::Ping),
@@ -93,7 +93,7 @@ pub fn parse_line(line: &str) -> Result<ControlOp, String> {
         ["fault", "io", ..] => {
             let opcode = match w.get(5) {
                 None | Some(&"any") => None,
-                Some(s) => Some(u8::try_from(num(s)?).map_err(|_| "opcode out of range")?),
+                Some(s) => Some(u8::try_from(num(s)?).map_err(|_| crate::Error::Control("opcode out of range".into()))?),
             };
             let count = match w.get(6) {
                 None => 0,
@@ -102,7 +102,7 @@ pub fn parse_line(line: &str) -> Result<ControlOp, String> {
             Ok(ControlOp::IoError(IoFault {
                 lba_start: n(2)?,
                 lba_end: n(3)?,
-                status: u16::try_from(n(4)?).map_err(|_| "status out of range")? & 0x7fff,
+                status: u16::try_from(n(4)?).map_err(|_| crate::Error::Control("status out of range".into()))? & 0x7fff,
                 opcode,
                 remaining: (count != 0).then_some(count.min(u64::from(u32::MAX)) as u32),
             }))
@@ -111,6 +111,6 @@ pub fn parse_line(line: &str) -> Result<ControlOp, String> {
         ["fault", "stuck", _, state] => Ok(ControlOp::Stuck { hdu: n(2)? as usize, on: *state == "on" || *state == "1" }),
         ["fault", "slow", ..] => Ok(ControlOp::Slow { permille: n(2)? }),
         ["fault", "window", ..] => Ok(ControlOp::Window { hdu: n(2)? as usize, count: n(3)? as u32 }),
-        _ => Err(format!("unknown command '{}'", line.trim())),
+        _ => Err(crate::Error::Control(format!("unknown command '{}'", line.trim()))),
     }
 }

@@ -115,7 +115,7 @@ pub struct Device {
 
 impl Device {
     /// Build a device from `cfg`.
-    pub fn new(cfg: Config) -> Result<Self, String> {
+    pub fn new(cfg: Config) -> crate::Result<Self> {
         let board = cfg.board.clone();
         let mem = match &cfg.memory {
             MemorySource::Anonymous => GuestMem::anonymous(board.ram_base, board.ram_size)?,
@@ -125,21 +125,21 @@ impl Device {
     }
 
     /// Build a device on existing guest memory.
-    pub fn with_memory(cfg: Config, mem: GuestMem) -> Result<Self, String> {
+    pub fn with_memory(cfg: Config, mem: GuestMem) -> crate::Result<Self> {
         let board = cfg.board.clone();
         if !(HDU_REV1..=HDU_REV2).contains(&cfg.revision) {
-            return Err(format!("unsupported revision {}", cfg.revision));
+            return Err(crate::Error::Config(format!("unsupported revision {}", cfg.revision)));
         }
         let engines = cfg.engines.unwrap_or(board.engines_per_hdu);
         if ![1, 2, 4].contains(&engines) {
-            return Err(format!("engines per HDU must be 1, 2 or 4, not {engines}"));
+            return Err(crate::Error::Config(format!("engines per HDU must be 1, 2 or 4, not {engines}")));
         }
         let depth = board.io_queue_depth;
         if cfg.revision == HDU_REV1 && (engines != 1 || depth != 32) {
-            return Err("revision 1 has exactly one engine per HDU with a 32-entry queue".into());
+            return Err(crate::Error::Config("revision 1 has exactly one engine per HDU with a 32-entry queue".into()));
         }
         if !depth.is_power_of_two() || !(4..=4096).contains(&depth) {
-            return Err(format!("I/O queue depth {depth} must be a power of two in 4..=4096"));
+            return Err(crate::Error::Config(format!("I/O queue depth {depth} must be a power of two in 4..=4096")));
         }
         for (what, addr, len) in [
             ("NVMe BAR", board.nvme_bar, board.nvme_bar_size),
@@ -147,7 +147,7 @@ impl Device {
             ("mailbox", board.mailbox, DNVM_PAGE_SIZE),
         ] {
             if !mem.contains(addr, len) {
-                return Err(format!("{what} {addr:#x}+{len:#x} is outside guest RAM"));
+                return Err(crate::Error::Config(format!("{what} {addr:#x}+{len:#x} is outside guest RAM")));
             }
         }
         // Device-owned ranges must not overlap (a restart clears them; the mailbox must survive).
@@ -163,7 +163,7 @@ impl Device {
         for (i, (wa, a, al)) in ranges.iter().enumerate() {
             for (wb, b, bl) in &ranges[i + 1..] {
                 if a < &(b + bl) && b < &(a + al) {
-                    return Err(format!("{wa} {a:#x}+{al:#x} overlaps {wb} {b:#x}+{bl:#x}"));
+                    return Err(crate::Error::Config(format!("{wa} {a:#x}+{al:#x} overlaps {wb} {b:#x}+{bl:#x}")));
                 }
             }
         }
@@ -179,7 +179,7 @@ impl Device {
 
     /// Build the HDUs, engines and controller on `mem` and `disk` (shared by `with_memory` and
     /// `restart`; the configuration was checked by `with_memory`).
-    fn assemble(cfg: Config, mem: GuestMem, disk: Disk, mailbox: Mailbox) -> Result<Self, String> {
+    fn assemble(cfg: Config, mem: GuestMem, disk: Disk, mailbox: Mailbox) -> crate::Result<Self> {
         let board = cfg.board.clone();
         let engines = cfg.engines.unwrap_or(board.engines_per_hdu);
         let depth = board.io_queue_depth;
@@ -188,12 +188,12 @@ impl Device {
         let mut hdus = Vec::new();
         for (i, h) in board.hdus.iter().enumerate() {
             if !mem.contains(h.user, DNVM_PAGE_SIZE) || h.privileged.is_some_and(|p| !mem.contains(p, DNVM_PAGE_SIZE)) {
-                return Err(format!("HDU {i} register pages are outside guest RAM"));
+                return Err(crate::Error::Config(format!("HDU {i} register pages are outside guest RAM")));
             }
             let mut es = Vec::new();
             for e in 0..engines {
                 let qid = dnvm_qid(i as u32, e, engines);
-                let base = board.queue_base(qid).ok_or_else(|| format!("queue window too small for QID {qid}"))?;
+                let base = board.queue_base(qid).ok_or_else(|| crate::Error::Config(format!("queue window too small for QID {qid}")))?;
                 es.push(Engine::new(qid, board.nvme_bar, base, depth));
             }
             let caps = if cfg.revision == HDU_REV1 {
@@ -220,7 +220,7 @@ impl Device {
     /// device-owned registers), HDUs, engines, controller, faults and counters rebuilt from the
     /// configuration; commands in flight are lost. The namespace data and the mailbox (so the
     /// request that asked for the restart is still answered) carry over.
-    pub fn restart(&mut self) -> Result<(), String> {
+    pub fn restart(&mut self) -> crate::Result<()> {
         let disk = self.nvme.disk.try_clone()?;
         let b = &self.board;
         let mut pages: Vec<(u64, u64)> = vec![(b.nvme_bar, b.nvme_bar_size), (b.queue_window, b.queue_window_size)];
@@ -229,7 +229,7 @@ impl Device {
             pages.extend(h.privileged.map(|p| (p, DNVM_PAGE_SIZE)));
         }
         for (addr, len) in pages {
-            self.mem.fill(addr, len, 0).map_err(|e| format!("restart: clearing {addr:#x}+{len:#x}: {e:?}"))?;
+            self.mem.fill(addr, len, 0).map_err(|e| crate::Error::Memory(format!("restart: clearing {addr:#x}+{len:#x}: {e:?}")))?;
         }
         let mailbox = self.mailbox.clone();
         let restarts = self.restarts + 1;
@@ -282,16 +282,16 @@ impl Device {
     }
 
     /// Execute a control operation; the reply text (without `ok`).
-    pub fn control(&mut self, op: ControlOp) -> Result<String, String> {
+    pub fn control(&mut self, op: ControlOp) -> crate::Result<String> {
         let hdus = self.hdus.len();
-        let check = |h: usize| if h < hdus { Ok(()) } else { Err(format!("no HDU {h}")) };
+        let check = |h: usize| if h < hdus { Ok(()) } else { Err(crate::Error::Control(format!("no HDU {h}"))) };
         match op {
             ControlOp::Ping => {}
             ControlOp::Stats => return Ok(self.stats().to_kv()),
             ControlOp::ClearFaults => self.faults.clear(),
             ControlOp::IoError(f) => {
                 if f.lba_start >= f.lba_end {
-                    return Err("empty LBA range".into());
+                    return Err(crate::Error::Control("empty LBA range".into()));
                 }
                 self.faults.io.push(f);
             }
@@ -305,7 +305,7 @@ impl Device {
             }
             ControlOp::Slow { permille } => {
                 if permille == 0 {
-                    return Err("slow factor must be > 0".into());
+                    return Err(crate::Error::Control("slow factor must be > 0".into()));
                 }
                 self.faults.slow_permille = permille;
             }

@@ -5,19 +5,15 @@ use std::os::unix::fs::FileExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use crate::error::{Error, Result};
+
 /// Open (or create) `path` read-write, extended to at least `len` bytes (sparse); a longer
 /// file keeps its size and contents. Disk images and the shared guest-memory file use it.
-pub(crate) fn open_sized(path: &Path, len: u64) -> Result<File, String> {
-    let file = OpenOptions::new()
-        .read(true)
-        .write(true)
-        .create(true)
-        .truncate(false)
-        .open(path)
-        .map_err(|e| format!("{}: {e}", path.display()))?;
-    let have = file.metadata().map_err(|e| e.to_string())?.len();
+pub(crate) fn open_sized(path: &Path, len: u64) -> Result<File> {
+    let file = OpenOptions::new().read(true).write(true).create(true).truncate(false).open(path).map_err(Error::io(path.display()))?;
+    let have = file.metadata().map_err(Error::io(path.display()))?.len();
     if have < len {
-        file.set_len(len).map_err(|e| format!("{}: set_len: {e}", path.display()))?;
+        file.set_len(len).map_err(Error::io(format!("{}: set_len", path.display())))?;
     }
     Ok(file)
 }
@@ -31,12 +27,12 @@ pub struct Disk {
 
 impl Disk {
     /// Open (or create) a sparse image of `size` bytes; an existing shorter file is extended.
-    pub fn open(path: &Path, size: u64) -> Result<Self, String> {
+    pub fn open(path: &Path, size: u64) -> Result<Self> {
         Ok(Self { file: open_sized(path, size)?, size })
     }
 
     /// A sparse image in the temporary directory, deleted as soon as it is open.
-    pub fn temp(size: u64) -> Result<Self, String> {
+    pub fn temp(size: u64) -> Result<Self> {
         static N: AtomicU64 = AtomicU64::new(0);
         let path = std::env::temp_dir().join(format!("fakehdu-{}-{}.img", std::process::id(), N.fetch_add(1, Ordering::Relaxed)));
         let disk = Self::open(&path, size)?;
@@ -45,8 +41,8 @@ impl Disk {
     }
 
     /// A second handle on the same image (a device restart keeps the namespace data).
-    pub fn try_clone(&self) -> Result<Self, String> {
-        Ok(Self { file: self.file.try_clone().map_err(|e| format!("disk: {e}"))?, size: self.size })
+    pub fn try_clone(&self) -> Result<Self> {
+        Ok(Self { file: self.file.try_clone().map_err(Error::io("disk image"))?, size: self.size })
     }
 
     /// Capacity in bytes.

@@ -17,7 +17,7 @@ use std::time::Duration;
 
 use fakehdu::control::num;
 use fakehdu::socket::ControlSocket;
-use fakehdu::{Board, Config, DiskSource, FakeHdu, MemorySource, TimingMode};
+use fakehdu::{Board, Config, DiskSource, Error, FakeHdu, MemorySource, Result, TimingMode};
 
 const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-size SIZE] [--mem-offset OFF]
                 [--dtb FILE] [--revision 1|2] [--engines 1|2|4] [--disk IMG] [--disk-size SIZE]
@@ -26,20 +26,24 @@ const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-si
                  write_bw read_latency_ns write_latency_ns flush_latency_ns)
 SIZE accepts K/M/G suffixes; numbers may be 0x-hex.";
 
-fn size(s: &str) -> Result<u64, String> {
+fn usage(msg: String) -> Error {
+    Error::Usage(msg)
+}
+
+fn size(s: &str) -> Result<u64> {
     let (n, mul) = match s.char_indices().last() {
         Some((i, 'K' | 'k')) => (&s[..i], 1u64 << 10),
         Some((i, 'M' | 'm')) => (&s[..i], 1 << 20),
         Some((i, 'G' | 'g')) => (&s[..i], 1 << 30),
         _ => (s, 1),
     };
-    num(n)?.checked_mul(mul).ok_or_else(|| format!("size '{s}' overflows"))
+    num(n)?.checked_mul(mul).ok_or_else(|| usage(format!("size '{s}' overflows")))
 }
 
 /// Apply `key=value[,key=value..]` to the SSD timing model.
-fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<(), String> {
+fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<()> {
     for kv in spec.split(',').filter(|s| !s.is_empty()) {
-        let (k, v) = kv.split_once('=').ok_or_else(|| format!("--ssd: '{kv}' is not KEY=N"))?;
+        let (k, v) = kv.split_once('=').ok_or_else(|| usage(format!("--ssd: '{kv}' is not KEY=N")))?;
         let v = num(v)?;
         match k {
             "channels" => p.channels = v.max(1) as u32,
@@ -50,13 +54,13 @@ fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<(), Stri
             "read_latency_ns" => p.read_latency_ns = v,
             "write_latency_ns" => p.write_latency_ns = v,
             "flush_latency_ns" => p.flush_latency_ns = v,
-            _ => return Err(format!("--ssd: unknown key '{k}'")),
+            _ => return Err(usage(format!("--ssd: unknown key '{k}'"))),
         }
     }
     Ok(())
 }
 
-fn run() -> Result<(), String> {
+fn run() -> Result<()> {
     let mut args = std::env::args().skip(1);
     let mut mem_file: Option<PathBuf> = None;
     let mut ram_base = None;
@@ -68,7 +72,7 @@ fn run() -> Result<(), String> {
     cfg.disk_size = 1 << 30;
     let mut socket: Option<PathBuf> = None;
     while let Some(a) = args.next() {
-        let mut val = || args.next().ok_or_else(|| format!("{a} needs a value\n{USAGE}"));
+        let mut val = || args.next().ok_or_else(|| usage(format!("{a} needs a value\n{USAGE}")));
         match a.as_str() {
             "--mem-file" => mem_file = Some(val()?.into()),
             "--ram-base" => ram_base = Some(num(&val()?)?),
@@ -85,7 +89,7 @@ fn run() -> Result<(), String> {
                     "wallclock" => TimingMode::WallClock,
                     "none" => TimingMode::None,
                     "virtual" => TimingMode::Virtual,
-                    t => return Err(format!("unknown timing '{t}'")),
+                    t => return Err(usage(format!("unknown timing '{t}'"))),
                 }
             }
             "--start-queue" => cfg.start_queue = num(&val()?)? as u32,
@@ -95,11 +99,11 @@ fn run() -> Result<(), String> {
                 println!("{USAGE}");
                 return Ok(());
             }
-            _ => return Err(format!("unknown argument '{a}'\n{USAGE}")),
+            _ => return Err(usage(format!("unknown argument '{a}'\n{USAGE}"))),
         }
     }
     let mut board = match &dtb {
-        Some(p) => Board::from_dtb(&std::fs::read(p).map_err(|e| format!("{}: {e}", p.display()))?)?,
+        Some(p) => Board::from_dtb(&std::fs::read(p).map_err(Error::io(p.display()))?)?,
         None => Board::qemu_default(),
     };
     if let Some(b) = ram_base {
@@ -109,11 +113,12 @@ fn run() -> Result<(), String> {
         board.ram_size = s;
     }
     cfg.board = board;
-    cfg.memory = MemorySource::File { path: mem_file.ok_or(format!("--mem-file is required\n{USAGE}"))?, offset: mem_offset };
+    cfg.memory =
+        MemorySource::File { path: mem_file.ok_or_else(|| usage(format!("--mem-file is required\n{USAGE}")))?, offset: mem_offset };
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
-        signal_hook::flag::register(sig, stop.clone()).map_err(|e| e.to_string())?;
+        signal_hook::flag::register(sig, stop.clone()).map_err(Error::io("signal handler"))?;
     }
     let dev = Arc::new(FakeHdu::start(cfg.clone())?);
     let ctl = match &socket {

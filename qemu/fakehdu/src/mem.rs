@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use vm_memory::{Bytes, FileOffset, GuestAddress, GuestMemoryBackend, GuestMemoryMmap};
 
+use crate::error::Error;
+
 /// A guest access outside RAM or misaligned for an atomic access.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemFault {
@@ -34,20 +36,20 @@ pub struct GuestMem {
 
 impl GuestMem {
     /// Anonymous, lazily populated memory (for in-process use and tests).
-    pub fn anonymous(base: u64, size: u64) -> Result<Self, String> {
-        let len = usize::try_from(size).map_err(|e| e.to_string())?;
-        let inner = GuestMemoryMmap::from_ranges(&[(GuestAddress(base), len)]).map_err(|e| format!("anonymous guest memory: {e}"))?;
+    pub fn anonymous(base: u64, size: u64) -> crate::Result<Self> {
+        let len = usize::try_from(size).map_err(|_| Error::Memory(format!("size {size:#x} too large")))?;
+        let inner = GuestMemoryMmap::from_ranges(&[(GuestAddress(base), len)]).map_err(|e| Error::Memory(format!("anonymous: {e}")))?;
         Ok(Self { inner: Arc::new(inner), base, size })
     }
 
     /// Map `size` bytes of a shared memory file (QEMU `memory-backend-file,share=on`); file offset
     /// `file_offset` is guest-physical `base`. The file is created and sized if it is too short.
-    pub fn from_file(path: &Path, base: u64, size: u64, file_offset: u64) -> Result<Self, String> {
-        let need = file_offset.checked_add(size).ok_or("memory file size overflows")?;
+    pub fn from_file(path: &Path, base: u64, size: u64, file_offset: u64) -> crate::Result<Self> {
+        let need = file_offset.checked_add(size).ok_or_else(|| Error::Memory("memory file size overflows".into()))?;
         let file = crate::disk::open_sized(path, need)?;
-        let len = usize::try_from(size).map_err(|e| e.to_string())?;
+        let len = usize::try_from(size).map_err(|_| Error::Memory(format!("size {size:#x} too large")))?;
         let inner = GuestMemoryMmap::from_ranges_with_files([(GuestAddress(base), len, Some(FileOffset::new(file, file_offset)))])
-            .map_err(|e| format!("mapping {}: {e}", path.display()))?;
+            .map_err(|e| Error::Memory(format!("mapping {}: {e}", path.display())))?;
         Ok(Self { inner: Arc::new(inner), base, size })
     }
 

@@ -38,7 +38,7 @@ pub struct FakeHdu {
 
 impl FakeHdu {
     /// Build the device and start its polling thread.
-    pub fn start(cfg: Config) -> Result<Self, String> {
+    pub fn start(cfg: Config) -> crate::Result<Self> {
         Ok(Self::spawn(Device::new(cfg)?))
     }
 
@@ -94,7 +94,7 @@ impl FakeHdu {
     }
 
     /// Execute a control operation (same as the socket).
-    pub fn control(&self, op: ControlOp) -> Result<String, String> {
+    pub fn control(&self, op: ControlOp) -> crate::Result<String> {
         self.device().control(op)
     }
 

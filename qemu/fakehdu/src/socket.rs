@@ -20,10 +20,10 @@ pub struct ControlSocket {
 
 impl ControlSocket {
     /// Listen on `path` and serve `dev`.
-    pub fn serve(path: &Path, dev: Arc<FakeHdu>) -> Result<Self, String> {
+    pub fn serve(path: &Path, dev: Arc<FakeHdu>) -> crate::Result<Self> {
         let _ = std::fs::remove_file(path);
-        let listener = UnixListener::bind(path).map_err(|e| format!("{}: {e}", path.display()))?;
-        listener.set_nonblocking(true).map_err(|e| e.to_string())?;
+        let listener = UnixListener::bind(path).map_err(crate::Error::io(path.display()))?;
+        listener.set_nonblocking(true).map_err(crate::Error::io(path.display()))?;
         let stop = Arc::new(AtomicBool::new(false));
         let st = stop.clone();
         let thread = std::thread::Builder::new()
@@ -45,7 +45,7 @@ impl ControlSocket {
                     let _ = c.join();
                 }
             })
-            .map_err(|e| e.to_string())?;
+            .map_err(crate::Error::io("control socket thread"))?;
         Ok(Self { path: path.to_path_buf(), stop, thread: Some(thread) })
     }
 }

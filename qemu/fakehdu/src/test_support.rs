@@ -101,11 +101,11 @@ impl HostNvme {
         }
     }
 
-    fn wait(&mut self, pump: Pump, what: &str, mut f: impl FnMut(&GuestMem) -> bool) -> Result<(), String> {
+    fn wait(&mut self, pump: Pump, what: &str, mut f: impl FnMut(&GuestMem) -> bool) -> crate::Result<()> {
         let t0 = Instant::now();
         while !f(&self.mem) {
             if t0.elapsed() > self.timeout {
-                return Err(format!("timeout waiting for {what}"));
+                return Err(crate::Error::BringUp(format!("timeout waiting for {what}")));
             }
             pump();
         }
@@ -117,19 +117,19 @@ impl HostNvme {
     }
 
     /// Disable, program the admin queues, enable with `wrr`, wait for RDY.
-    pub fn enable(&mut self, pump: Pump, wrr: bool) -> Result<(), String> {
+    pub fn enable(&mut self, pump: Pump, wrr: bool) -> crate::Result<()> {
         let m = &self.mem;
-        m.store32(self.bar + spec::r(spec::reg::CC), 0).map_err(|e| e.to_string())?;
+        m.store32(self.bar + spec::r(spec::reg::CC), 0).map_err(bu)?;
         let bar = self.bar;
         self.wait(pump, "CSTS.RDY = 0", |m| m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(1) & spec::CSTS_RDY == 0)?;
         let m = &self.mem;
-        m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(|e| e.to_string())?;
-        m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(|e| e.to_string())?;
-        m.store32(self.bar + spec::r(spec::reg::AQA), (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(|e| e.to_string())?;
-        m.store64(self.bar + spec::r(spec::reg::ASQ), self.asq).map_err(|e| e.to_string())?;
-        m.store64(self.bar + spec::r(spec::reg::ACQ), self.acq).map_err(|e| e.to_string())?;
+        m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(bu)?;
+        m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(bu)?;
+        m.store32(self.bar + spec::r(spec::reg::AQA), (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(bu)?;
+        m.store64(self.bar + spec::r(spec::reg::ASQ), self.asq).map_err(bu)?;
+        m.store64(self.bar + spec::r(spec::reg::ACQ), self.acq).map_err(bu)?;
         let cc = spec::CC_EN | spec::CC_IOQES | if wrr { spec::CC_AMS_WRR << spec::CC_AMS_SHIFT } else { 0 };
-        m.store32(self.bar + spec::r(spec::reg::CC), cc).map_err(|e| e.to_string())?;
+        m.store32(self.bar + spec::r(spec::reg::CC), cc).map_err(bu)?;
         self.sq_tail = 0;
         self.cq_head = 0;
         self.phase = true;
@@ -137,40 +137,40 @@ impl HostNvme {
             m.load32(bar + spec::r(spec::reg::CSTS)).unwrap_or(0) & (spec::CSTS_RDY | spec::CSTS_CFS) != 0
         })?;
         if self.reg32(spec::r(spec::reg::CSTS)) & spec::CSTS_CFS != 0 {
-            return Err("controller fatal status after enable".into());
+            return Err(crate::Error::BringUp("controller fatal status after enable".into()));
         }
         Ok(())
     }
 
     /// Submit one admin command and wait for its completion.
-    pub fn admin(&mut self, pump: Pump, mut sqe: Sqe) -> Result<Cqe, String> {
+    pub fn admin(&mut self, pump: Pump, mut sqe: Sqe) -> crate::Result<Cqe> {
         self.cid = self.cid.wrapping_add(1);
         sqe.cid = self.cid;
         let m = self.mem.clone();
-        m.write(self.asq + u64::from(self.sq_tail) * 64, &sqe.to_bytes()).map_err(|e| e.to_string())?;
+        m.write(self.asq + u64::from(self.sq_tail) * 64, &sqe.to_bytes()).map_err(bu)?;
         self.sq_tail = (self.sq_tail + 1) % ADMIN_DEPTH;
-        m.store32(sq_doorbell(self.bar, 0), self.sq_tail).map_err(|e| e.to_string())?;
+        m.store32(sq_doorbell(self.bar, 0), self.sq_tail).map_err(bu)?;
         let addr = self.acq + u64::from(self.cq_head) * 16;
         let phase = self.phase;
         self.wait(pump, "admin completion", |m| m.load32(addr + 12).map(|d| (d >> 16) & 1 == 1) == Ok(phase))?;
         let mut b = [0u8; 16];
-        m.read(addr, &mut b).map_err(|e| e.to_string())?;
+        m.read(addr, &mut b).map_err(bu)?;
         let (cqe, _) = Cqe::decode(&b);
         self.cq_head += 1;
         if self.cq_head == ADMIN_DEPTH {
             self.cq_head = 0;
             self.phase = !self.phase;
         }
-        m.store32(cq_doorbell(self.bar, 0), self.cq_head).map_err(|e| e.to_string())?;
+        m.store32(cq_doorbell(self.bar, 0), self.cq_head).map_err(bu)?;
         Ok(cqe)
     }
 
     /// Admin command that must succeed.
-    pub fn admin_ok(&mut self, pump: Pump, sqe: Sqe) -> Result<Cqe, String> {
+    pub fn admin_ok(&mut self, pump: Pump, sqe: Sqe) -> crate::Result<Cqe> {
         let op = sqe.opcode;
         let c = self.admin(pump, sqe)?;
         if c.status != 0 {
-            return Err(format!("admin opcode {op:#x} failed with status {:#x}", c.status));
+            return Err(crate::Error::BringUp(format!("admin opcode {op:#x} failed with status {:#x}", c.status)));
         }
         Ok(c)
     }
@@ -181,21 +181,21 @@ impl HostNvme {
     }
 
     /// Identify controller and namespace 1.
-    pub fn identify(&mut self, pump: Pump) -> Result<Identified, String> {
+    pub fn identify(&mut self, pump: Pump) -> crate::Result<Identified> {
         let mut b = [0u8; 4096];
         self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, prp1: self.buf, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() })?;
-        self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
+        self.mem.read(self.buf, &mut b).map_err(bu)?;
         let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).trim().to_string();
         let (model, serial, mdts) = (s(24..64), s(4..24), b[77]);
         self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, nsid: 1, prp1: self.buf, ..Default::default() })?;
-        self.mem.read(self.buf, &mut b).map_err(|e| e.to_string())?;
-        let nsze = u64::from_le_bytes(b[0..8].try_into().map_err(|_| "short identify")?);
+        self.mem.read(self.buf, &mut b).map_err(bu)?;
+        let nsze = u64::from_le_bytes(b[0..8].try_into().map_err(|_| crate::Error::BringUp("short identify".into()))?);
         Ok(Identified { model, serial, mdts, nsze, lbads: b[130], queues: (0, 0) })
     }
 
     /// Create I/O CQ + SQ `qid` of `depth` entries at `sq`/`cq` with `qprio`.
-    pub fn create_queue_pair(&mut self, pump: Pump, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> Result<(), String> {
-        self.mem.fill(cq, u64::from(depth) * 16, 0).map_err(|e| e.to_string())?;
+    pub fn create_queue_pair(&mut self, pump: Pump, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> crate::Result<()> {
+        self.mem.fill(cq, u64::from(depth) * 16, 0).map_err(bu)?;
         let q = u32::from(qid) | ((depth - 1) << 16);
         self.admin_ok(pump, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q, 1, 0, 0, 0, 0], ..Default::default() })?;
         let cdw11 = 1 | ((qprio & 3) << 1) | (u32::from(qid) << 16);
@@ -204,11 +204,11 @@ impl HostNvme {
     }
 
     /// The full bring-up of the board's engine queues.
-    pub fn bring_up(&mut self, pump: Pump, board: &Board, p: &BringUp) -> Result<Identified, String> {
+    pub fn bring_up(&mut self, pump: Pump, board: &Board, p: &BringUp) -> crate::Result<Identified> {
         self.enable(pump, p.wrr)?;
         let mut id = self.identify(pump)?;
         if id.lbads != 9 {
-            return Err(format!("namespace LBA size 2^{} is not 512", id.lbads));
+            return Err(crate::Error::BringUp(format!("namespace LBA size 2^{} is not 512", id.lbads)));
         }
         let n = p.num_queues.unwrap_or(p.hdus * p.engines).max(1);
         let c = self.admin_ok(
@@ -229,7 +229,7 @@ impl HostNvme {
         for h in 0..p.hdus {
             for e in 0..p.engines {
                 let qid = dnvm_qid(h, e, p.engines);
-                let base = board.queue_base(qid).ok_or("queue window too small")?;
+                let base = board.queue_base(qid).ok_or_else(|| crate::Error::BringUp("queue window too small".into()))?;
                 let qprio = dnvm_engine_qprio(e, p.engines);
                 self.create_queue_pair(pump, qid, base + DNVM_QWIN_SQ_OFFSET, base + DNVM_QWIN_CQ_OFFSET, p.depth, qprio)?;
             }
@@ -239,14 +239,14 @@ impl HostNvme {
 }
 
 /// Program a rev 2 HDU's DMA window (what hdu_drv does at probe).
-pub fn program_window(mem: &GuestMem, board: &Board, hdu: usize, base: u64, limit: u64) -> Result<(), String> {
-    let p = board.hdus.get(hdu).and_then(|h| h.privileged).ok_or("HDU has no privileged page")?;
-    mem.store64(p + HDU_PRIV_DMA_BASE as u64, base).map_err(|e| e.to_string())?;
-    mem.store64(p + HDU_PRIV_DMA_LIMIT as u64, limit).map_err(|e| e.to_string())
+pub fn program_window(mem: &GuestMem, board: &Board, hdu: usize, base: u64, limit: u64) -> crate::Result<()> {
+    let p = board.hdus.get(hdu).and_then(|h| h.privileged).ok_or_else(|| crate::Error::BringUp("HDU has no privileged page".into()))?;
+    mem.store64(p + HDU_PRIV_DMA_BASE as u64, base).map_err(bu)?;
+    mem.store64(p + HDU_PRIV_DMA_LIMIT as u64, limit).map_err(bu)
 }
 
 /// Write staging entries at `addr`.
-pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> Result<(), String> {
+pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> crate::Result<()> {
     for (i, e) in entries.iter().enumerate() {
         let mut b = [0u8; DNVM_ENTRY_SIZE];
         b[0..2].copy_from_slice(&e.op.to_le_bytes());
@@ -254,16 +254,16 @@ pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> Result
         b[4..8].copy_from_slice(&e.block_size.to_le_bytes());
         b[8..16].copy_from_slice(&e.data_addr.to_le_bytes());
         b[16..24].copy_from_slice(&e.lba.to_le_bytes());
-        mem.write(addr + (i * DNVM_ENTRY_SIZE) as u64, &b).map_err(|e| e.to_string())?;
+        mem.write(addr + (i * DNVM_ENTRY_SIZE) as u64, &b).map_err(bu)?;
     }
     Ok(())
 }
 
 /// Program REQBUF / NREQS (/ STATUSBUF if given) of HDU `hdu` and store START, the way
 /// software must: 64-bit REQBUF store, then NREQS, then START.
-pub fn start_batch(mem: &GuestMem, board: &Board, hdu: usize, reqbuf: u64, nreqs: u32, statusbuf: Option<u64>) -> Result<(), String> {
-    let u = board.hdus.get(hdu).ok_or("no such HDU")?.user;
-    let e = |r: Result<(), crate::mem::MemFault>| r.map_err(|e| e.to_string());
+pub fn start_batch(mem: &GuestMem, board: &Board, hdu: usize, reqbuf: u64, nreqs: u32, statusbuf: Option<u64>) -> crate::Result<()> {
+    let u = board.hdus.get(hdu).ok_or_else(|| crate::Error::BringUp("no such HDU".into()))?.user;
+    let e = |r: Result<(), crate::mem::MemFault>| r.map_err(bu);
     e(mem.store64(u + HDU_REG_REQBUF as u64, reqbuf))?;
     e(mem.store64(u + HDU_REG_NREQS as u64, u64::from(nreqs)))?;
     if let Some(s) = statusbuf {
@@ -280,4 +280,9 @@ pub fn done_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
 /// Read HDU `hdu`'s START register (the model clears it when it takes the pulse).
 pub fn start_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
     board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HDU_REG_START as u64).ok()).unwrap_or(1)
+}
+
+/// A guest-memory access of the bring-up failed.
+fn bu(e: impl std::fmt::Debug) -> crate::Error {
+    crate::Error::BringUp(format!("guest memory: {e:?}"))
 }

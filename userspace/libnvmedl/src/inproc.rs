@@ -145,7 +145,7 @@ impl InProc {
     }
 
     /// Fault injection and other control operations (the model's control-socket set).
-    pub fn control(&self, op: ControlOp) -> core::result::Result<String, String> {
+    pub fn control(&self, op: ControlOp) -> fakehdu::Result<String> {
         self.model.control(op)
     }
 }
