@@ -87,7 +87,7 @@ fn round_up(v: u64, page: u64) -> Option<u64> {
 impl Layout {
     /// Partition the carve-out.
     pub fn compute(p: LayoutParams) -> Result<Layout, LayoutError> {
-        if p.page == 0 || !p.page.is_power_of_two() || p.base % p.page != 0 || p.size % p.page != 0 {
+        if p.page == 0 || !p.page.is_power_of_two() || !p.base.is_multiple_of(p.page) || !p.size.is_multiple_of(p.page) {
             return Err(LayoutError::Unaligned);
         }
         if p.cores == 0 || p.cores as usize > DNVM_MAX_CORES {
@@ -166,7 +166,7 @@ impl Layout {
     }
 
     /// The layout as the `DNVM_IOC_GET_LAYOUT` reply.
-    pub fn to_abi(&self) -> DnvmLayout {
+    pub fn to_abi(self) -> DnvmLayout {
         let mut l = DnvmLayout { count: 0, reserved: 0, regions: [DnvmRegion::default(); DNVM_MAX_REGIONS] };
         l.regions[0] = self.admin;
         let mut n = 1;
@@ -184,7 +184,7 @@ impl Layout {
     /// Admin pages are never returned.
     pub fn find_user_region(&self, offset: u64, len: u64) -> Option<DnvmRegion> {
         let end = offset.checked_add(len)?;
-        if len == 0 || offset % self.params.page != 0 {
+        if len == 0 || !offset.is_multiple_of(self.params.page) {
             return None;
         }
         self.cores[..self.params.cores as usize]
@@ -194,8 +194,10 @@ impl Layout {
     }
 }
 
-#[cfg(CONFIG_KUNIT = "y")]
-#[kernel::prelude::kunit_tests(directnvm_layout)]
+// KUnit at module load in the kernel; the same cases are host `#[test]`s where userspace
+// includes this file (libnvmedl's in-process backend, `cargo test`).
+#[cfg(any(test, CONFIG_KUNIT = "y"))]
+#[cfg_attr(CONFIG_KUNIT = "y", kernel::prelude::kunit_tests(directnvm_layout))]
 mod tests {
     use super::*;
 

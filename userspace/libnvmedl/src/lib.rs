@@ -48,14 +48,14 @@ pub(crate) mod abi {
 /// The kernel's carve-out partitioning, shared verbatim (used by the in-process backend).
 /// cbindgen:ignore
 #[cfg(any(test, feature = "inproc"))]
-#[allow(dead_code, clippy::all)]
+#[allow(dead_code)]
 #[path = "../../../directnvm_drv/layout.rs"]
 pub(crate) mod layout;
 
 /// The kernel's NVMe bring-up, shared verbatim (used by the in-process backend).
 /// cbindgen:ignore
 #[cfg(any(test, feature = "inproc"))]
-#[allow(dead_code, clippy::all)]
+#[allow(dead_code)]
 #[path = "../../../directnvm_drv/nvme.rs"]
 pub(crate) mod nvme;
 
