@@ -114,7 +114,7 @@ struct HduState {
 #[pin_data]
 struct HduShared {
     index: u32,
-    revision: u32,
+    revision: Revision,
     caps: HduCaps,
     user: PhysWindow,
     priv_phys: u64,
@@ -151,7 +151,7 @@ impl HduShared {
     /// Rev 2 engine reset through the privileged page (`qreset`: also the queue pointers), then
     /// re-program the DMA window. Waits at most `RESET_TIMEOUT_US` for the drain.
     fn reset_engine(&self, qreset: bool) -> Result {
-        if self.revision < HDU_REV2 {
+        if !self.revision.can_reset() {
             return Err(EOPNOTSUPP);
         }
         let _serial = self.reset_lock.lock();
@@ -184,7 +184,7 @@ impl HduShared {
         HduInfo {
             abi_version: DNVM_ABI_VERSION,
             index: self.index,
-            revision: self.revision,
+            revision: self.revision.number(),
             engines: self.caps.engines,
             caps: self.caps.to_reg(),
             user_phys: self.user.base,
@@ -195,7 +195,7 @@ impl HduShared {
     }
 
     fn stats(&self) -> HduStats {
-        let errors = if self.revision >= HDU_REV2 { self.read_user(HDU_REG_ERRORS).unwrap_or(0) } else { 0 };
+        let errors = if self.revision.has_status() { self.read_user(HDU_REG_ERRORS).unwrap_or(0) } else { 0 };
         let done = self.read_user(HDU_REG_DONE).unwrap_or(0);
         let st = self.state.lock();
         HduStats { opens: st.opens, mmaps: st.mmaps, resets: st.resets, errors, done }
@@ -228,7 +228,7 @@ fn debugfs_registers(sh: &Arc<HduShared>, f: &mut fmt::Formatter<'_>) -> fmt::Re
         let st = sh.state.lock();
         (st.owner.is_some(), st.readers)
     };
-    writeln!(f, "# hdu{} rev {} user page {:#x} owner {} readers {}", sh.index, sh.revision, sh.user.base,
+    writeln!(f, "# hdu{} rev {} user page {:#x} owner {} readers {}", sh.index, sh.revision.number(), sh.user.base,
         if owner { "open" } else { "none" }, readers)?;
     for (name, off) in USER_REG_NAMES {
         match sh.read_user(off) {
@@ -268,16 +268,16 @@ impl DevNode {
         let sh = &self.shared;
         let r = match name.to_bytes() {
             b"index" => writeln!(f, "{}", sh.index),
-            b"revision" => writeln!(f, "{}", sh.revision),
+            b"revision" => writeln!(f, "{}", sh.revision.number()),
             b"engines" => writeln!(f, "{}", sh.caps.engines),
             b"caps" => writeln!(f, "{:#018x}", sh.caps.to_reg()),
             b"state" => {
                 let done = sh.read_user(HDU_REG_DONE)?;
                 let s = if done & HDU_DONE_BIT != 0 {
                     "done"
-                } else if sh.revision >= HDU_REV2 && done & HDU_BUSY_BIT != 0 {
+                } else if sh.revision.has_status() && done & HDU_BUSY_BIT != 0 {
                     "busy"
-                } else if sh.revision >= HDU_REV2 {
+                } else if sh.revision.has_status() {
                     "idle"
                 } else {
                     "not-done" // rev 1 cannot tell idle from busy
@@ -285,7 +285,7 @@ impl DevNode {
                 writeln!(f, "{s}")
             }
             b"errors" => {
-                let e = if sh.revision >= HDU_REV2 { sh.read_user(HDU_REG_ERRORS)? } else { 0 };
+                let e = if sh.revision.has_status() { sh.read_user(HDU_REG_ERRORS)? } else { 0 };
                 writeln!(f, "{e}")
             }
             b"phys_addr" => writeln!(f, "{:#x}", sh.user.base),
@@ -315,7 +315,7 @@ impl Drop for HduFile {
             return;
         }
         // Release of the exclusive owner: a crashed process must not leave a running batch.
-        if self.shared.revision >= HDU_REV2 && !self.shared.state.lock().gone {
+        if self.shared.revision.can_reset() && !self.shared.state.lock().gone {
             if let Err(e) = self.shared.reset_engine(false) {
                 pr_warn!("hdu{}: reset on release failed: {:?}\n", self.shared.index, e);
             }
@@ -492,12 +492,15 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     let user = PhysWindow { base: user.base, size: DNVM_PAGE_SIZE };
     let regs = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<USER_SIZE>()?;
     let id = (&regs).try_read64(HDU_REG_ID)?;
-    let revision = hdu_revision(id);
-    let caps = if revision >= HDU_REV2 { HduCaps::from_reg((&regs).try_read64(HDU_REG_CAPS)?) } else { HduCaps::REV1 };
+    let Some(revision) = Revision::from_id(id) else {
+        dev_err!(dev, "HDU revision {} is not supported by this driver\n", hdu_revision(id));
+        return Err(ENODEV);
+    };
+    let caps = if revision.has_caps() { HduCaps::from_reg((&regs).try_read64(HDU_REG_CAPS)?) } else { HduCaps::REV1 };
     let regs = regs.into_devres()?;
 
     let (priv_phys, priv_regs) = match pdev.resource_by_index(1) {
-        Some(r) if revision >= HDU_REV2 => {
+        Some(r) if revision.has_privileged_page() => {
             let base = r.start();
             claims.push(PhysClaim::new(PhysWindow { base, size: r.size() }, c_str!("directnvm-hdu-priv"))?, GFP_KERNEL)?;
             let p = pdev.io_request_by_index(1).ok_or(ENODEV)?.iomap_sized::<PRIV_SIZE>()?;
@@ -505,19 +508,19 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
         }
         _ => (0, None),
     };
-    if revision >= HDU_REV2 && priv_regs.is_none() {
-        dev_err!(dev, "rev {} HDU needs its privileged page as reg entry 1\n", revision);
+    if revision.has_privileged_page() && priv_regs.is_none() {
+        dev_err!(dev, "rev {} HDU needs its privileged page as reg entry 1\n", revision.number());
         return Err(EINVAL);
     }
     let dma = match kshim::carveout(dev, 0) {
         Ok(c) => Some(c.window),
-        Err(e) if revision >= HDU_REV2 => {
+        Err(e) if revision.has_dma_window() => {
             dev_err!(dev, "rev 2 HDU needs memory-region for its DMA window: {:?}\n", e);
             return Err(e);
         }
         Err(_) => None,
     };
-    let dma = if revision >= HDU_REV2 { dma } else { None };
+    let dma = if revision.has_dma_window() { dma } else { None };
 
     let shared = Arc::pin_init(
         try_pin_init!(HduShared {
@@ -535,7 +538,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
         }),
         GFP_KERNEL,
     )?;
-    if revision >= HDU_REV2 {
+    if revision.can_reset() {
         // A plain reset: the queue pointers stay, in step with the controller's queues (only a
         // re-creation of the queues pairs with a queue reset, see docs/design.md).
         shared.reset_engine(false)?;
@@ -546,7 +549,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
         dev,
         "hdu{}: rev {} at {:#x}, {} engine(s), max nreqs {}, START queue {}, DMA window {:#x}..{:#x}\n",
         index,
-        revision,
+        revision.number(),
         user.base,
         caps.engines,
         caps.max_nreqs,
@@ -599,6 +602,9 @@ mod tests {
         // Anything without the magic is a rev 1 block (it reads 0, or garbage on aliasing).
         assert_eq!(hdu_revision(0x0000_0002_dead_beef), HDU_REV1);
         assert_eq!(hdu_revision(HDU_ID_MAGIC as u64 >> 1), HDU_REV1);
+        assert_eq!(Revision::from_id(0), Some(Revision::Rev1));
+        assert_eq!(Revision::from_id(hdu_id(2)), Some(Revision::Rev2));
+        assert_eq!(Revision::from_id(hdu_id(3)), None, "an unknown revision is refused at probe");
     }
 
     #[test]

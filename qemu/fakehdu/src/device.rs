@@ -127,15 +127,15 @@ impl Device {
     /// Build a device on existing guest memory.
     pub fn with_memory(cfg: Config, mem: GuestMem) -> crate::Result<Self> {
         let board = cfg.board.clone();
-        if !(HDU_REV1..=HDU_REV2).contains(&cfg.revision) {
+        let Some(rev) = Revision::from_number(cfg.revision) else {
             return Err(crate::Error::Config(format!("unsupported revision {}", cfg.revision)));
-        }
+        };
         let engines = cfg.engines.unwrap_or(board.engines_per_hdu);
         if ![1, 2, 4].contains(&engines) {
             return Err(crate::Error::Config(format!("engines per HDU must be 1, 2 or 4, not {engines}")));
         }
         let depth = board.io_queue_depth;
-        if cfg.revision == HDU_REV1 && (engines != 1 || depth != 32) {
+        if !rev.has_caps() && (engines != 1 || depth != 32) {
             return Err(crate::Error::Config("revision 1 has exactly one engine per HDU with a 32-entry queue".into()));
         }
         if !depth.is_power_of_two() || !(4..=4096).contains(&depth) {
@@ -180,6 +180,8 @@ impl Device {
     /// Build the HDUs, engines and controller on `mem` and `disk` (shared by `with_memory` and
     /// `restart`; the configuration was checked by `with_memory`).
     fn assemble(cfg: Config, mem: GuestMem, disk: Disk, mailbox: Mailbox) -> crate::Result<Self> {
+        let rev =
+            Revision::from_number(cfg.revision).ok_or_else(|| crate::Error::Config(format!("unsupported revision {}", cfg.revision)))?;
         let board = cfg.board.clone();
         let engines = cfg.engines.unwrap_or(board.engines_per_hdu);
         let depth = board.io_queue_depth;
@@ -196,7 +198,7 @@ impl Device {
                 let base = board.queue_base(qid).ok_or_else(|| crate::Error::Config(format!("queue window too small for QID {qid}")))?;
                 es.push(Engine::new(qid, board.nvme_bar, base, depth));
             }
-            let caps = if cfg.revision == HDU_REV1 {
+            let caps = if !rev.has_caps() {
                 HduCaps::REV1
             } else {
                 let mdts_pages = 1u32 << nvme.cfg.mdts;
@@ -209,7 +211,7 @@ impl Device {
                     start_queue: cfg.start_queue.min(1),
                 }
             };
-            hdus.push(Hdu::new(i, cfg.revision, h.user, if cfg.revision >= HDU_REV2 { h.privileged } else { None }, caps, es));
+            hdus.push(Hdu::new(i, rev, h.user, if rev.has_privileged_page() { h.privileged } else { None }, caps, es));
         }
         let faults = Faults::new(hdus.len());
         Ok(Self { mem, board, clock, hdus, nvme, faults, mailbox, cfg, restarts: 0, quiesced: false, shutdown_requested: false })

@@ -188,7 +188,7 @@ fn io_error(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 0;
     let mut h = handle(&d, core, Duration::from_secs(5))?;
-    let rev = h.revision();
+    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
     let base = area(&h, core);
     let lba = |i: usize| base + i as u64 * BLOCK_LBAS;
     let mut bufs: Vec<_> = (0..8).map(|_| h.buf_alloc(BLOCK)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
@@ -210,7 +210,7 @@ fn io_error(mb: &Mailbox) -> Case {
     for (i, r) in res.iter().enumerate() {
         let r = r.ok_or("missing completion")?;
         if i == 3 {
-            if rev >= HDU_REV2 {
+            if rev.has_status() {
                 eq(r, Err(Error::Nvme { status: STATUS as u16 }), "faulted read (rev 2 must report the NVMe status)")?;
             } else {
                 // Rev 1 (documented): no status path, the library reports success; the data
@@ -236,7 +236,7 @@ fn io_error(mb: &Mailbox) -> Case {
     eq(mb.stats(core)?[TESTDEV_STAT_IO_ERRORS], errs0 + 2, "model's NVMe I/O error count after the write fault")?;
     for (i, r) in res.iter().enumerate() {
         let r = r.ok_or("missing completion")?;
-        if i == 5 && rev >= HDU_REV2 {
+        if i == 5 && rev.has_status() {
             eq(r, Err(Error::Nvme { status: (STATUS & !0xff | 0x80) as u16 }), "faulted write (rev 2)")?;
         } else {
             r.map_err(|e| format!("write {i}: {e}"))?;
@@ -256,7 +256,7 @@ fn stuck(mb: &Mailbox) -> Case {
     let core = 1;
     let timeout = Duration::from_millis(300);
     let mut h = handle(&d, core, timeout)?;
-    let rev = h.revision();
+    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
     let base = area(&h, core);
     let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?;
@@ -264,7 +264,7 @@ fn stuck(mb: &Mailbox) -> Case {
     soak::fill(b.as_mut_slice(), base, &[2; 4]);
     let mut t0 = Instant::now();
     let r = h.write(&b, base);
-    if rev >= HDU_REV2 {
+    if rev.has_status() {
         // Rev 2: the entry's status word says done (the data moved), so the library completes
         // the write early although DONE never comes. The next request cannot run: without a
         // START queue it stays staged and fails (NotReady) once the batch times out; with one
@@ -282,7 +282,7 @@ fn stuck(mb: &Mailbox) -> Case {
     check(h.is_wedged(), "handle not wedged after the timeout")?;
     eq(h.write(&b, base), Err(Error::NotReady), "I/O on a wedged handle")?;
     println!("# stuck engine: Timeout after {:.0} ms ({} ms timeout): {}", took.as_secs_f64() * 1e3, timeout.as_millis(), Error::Timeout);
-    if rev >= HDU_REV2 {
+    if rev.can_reset() {
         // Reset while the fault is still armed: the reset alone must clear the wedge.
         wait_state(core, &["busy"], Duration::from_secs(3))?;
         reset_and_settle(&mut h, core)?;
@@ -294,7 +294,7 @@ fn stuck(mb: &Mailbox) -> Case {
         unwedge(&mut h, Duration::from_secs(5))?;
     }
     h.set_timeout(Duration::from_secs(5));
-    if rev >= HDU_REV2 {
+    if rev.has_status() {
         // The write reported as done really happened.
         read_check(&mut h, &mut b, base, 2).map_err(|e| format!("early-completed write: {e}"))?;
     }
@@ -309,7 +309,7 @@ fn drop_start(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 2;
     let mut h = handle(&d, core, Duration::from_secs(2))?;
-    let rev = h.revision();
+    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
     let base = area(&h, core);
     let mut b = h.buf_alloc(2 * BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?; // leaves DONE = 1
@@ -320,7 +320,7 @@ fn drop_start(mb: &Mailbox) -> Case {
     let r = h.write(&b, base);
     check(t0.elapsed() < Duration::from_secs(5), "dropped START: wait not bounded")?;
     eq(mb.stats(core)?[TESTDEV_STAT_DROPPED_STARTS], dropped0 + 1, "model's dropped-START count")?;
-    if rev >= HDU_REV2 {
+    if rev.has_status() {
         eq(r, Err(Error::BatchLost), "write whose START was dropped (rev 2)")?;
     } else {
         eq(r, Ok(()), "write whose START was dropped (rev 1 cannot tell, documented)")?;
@@ -338,7 +338,7 @@ fn outage(mb: &Mailbox) -> Case {
     let core = 3;
     let timeout = Duration::from_millis(300);
     let mut h = handle(&d, core, timeout)?;
-    let rev = h.revision();
+    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
     let base = area(&h, core);
     let mut b = h.buf_alloc(BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?;
@@ -352,7 +352,7 @@ fn outage(mb: &Mailbox) -> Case {
     eq(r, Err(Error::Timeout), "write while the device is out")?;
     resumed?;
     check(took < timeout * 2 + Duration::from_secs(1), format!("timeout took {took:?}"))?;
-    if rev >= HDU_REV2 {
+    if rev.can_reset() {
         // The START issued during the outage runs after the resume; let it end, then reset.
         wait_state(core, &["done"], Duration::from_secs(5))?;
         reset_and_settle(&mut h, core)?;
@@ -377,7 +377,7 @@ fn restart(mb: &Mailbox) -> Case {
     let core = 2;
     let d = dev()?;
     let mut h = handle(&d, core, timeout)?;
-    let rev = h.revision();
+    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
     let a = area(&h, core) + 0x800; // written before the restart, must survive it
     let b = a + 4 * BLOCK_LBAS; // target of the write lost in the restart
     let mut buf = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
@@ -398,7 +398,7 @@ fn restart(mb: &Mailbox) -> Case {
     check(took < bound, format!("in-flight write failed after {took:?} (bound {bound:?})"))?;
     check(h.is_wedged(), "handle not wedged after the lost batch")?;
     eq(h.write(&buf, b), Err(Error::NotReady), "I/O on the wedged handle after the restart")?;
-    if rev >= HDU_REV2 {
+    if rev.can_reset() {
         // An engine reset clears the wedge, but the controller has no queues any more: I/O
         // still fails within the bound until the controller is brought up again.
         reset_and_settle(&mut h, core)?;
@@ -409,7 +409,7 @@ fn restart(mb: &Mailbox) -> Case {
     println!("# device restart: in-flight write -> Timeout after {:.0} ms", took.as_secs_f64() * 1e3);
     drop(h);
 
-    let d = if rev >= HDU_REV2 {
+    let d = if rev.can_reset() {
         d.controller_init().map_err(|e| format!("controller_init after the restart: {e}"))?;
         d
     } else {
@@ -441,7 +441,7 @@ fn window(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 0;
     let mut h = handle(&d, core, Duration::from_secs(5))?;
-    if h.revision() < HDU_REV2 {
+    if !Revision::from_number(h.revision()).is_some_and(Revision::has_dma_window) {
         println!("# window fault: rev 1 has no DMA window (documented), nothing to inject");
         return Ok(());
     }

@@ -76,9 +76,10 @@ fn claim(fd: &OwnedFd, core: u32, release: bool) -> io::Result<()> {
 }
 
 /// Revision of the board's HDUs (from hdu0).
-fn revision() -> Result<u32, String> {
+fn revision() -> Result<Revision, String> {
     let fd = open("/dev/hdu0").map_err(|e| format!("/dev/hdu0: {e}"))?;
-    Ok(hdu_info(&fd)?.revision)
+    let n = hdu_info(&fd)?.revision;
+    Revision::from_number(n).ok_or(format!("unknown HDU revision {n}"))
 }
 
 fn read_text(path: &str) -> Result<String, String> {
@@ -167,8 +168,8 @@ impl Mailbox {
 /// Rev 2 engine reset while commands sit at a slowed SSD: the reset drains them (the spec
 /// allows up to 1 s; the old 100 ms bound failed here), reports them ABORTED, and the engine
 /// (a plain reset keeps its queue pointers) does verified I/O right after.
-fn reset_drain_cases(t: &mut Tap, rev: u32) {
-    if rev < HDU_REV2 {
+fn reset_drain_cases(t: &mut Tap, rev: Revision) {
+    if !rev.can_reset() {
         t.case("rev 1: HDU_IOC_RESET and HDU_IOC_RESET_QUEUES are EOPNOTSUPP", || {
             let h = open("/dev/hdu3").map_err(s)?;
             expect_errno(ioctl_none(&h, HDU_IOC_RESET), libc::EOPNOTSUPP, "RESET")?;
@@ -226,7 +227,7 @@ fn reinit_lba(c: u32, region: u64) -> u64 {
 
 const REINIT_BLOCKS: usize = 7;
 
-fn reinit_cases(t: &mut Tap, rev: u32) {
+fn reinit_cases(t: &mut Tap, rev: Revision) {
     t.case("directnvm: GET_INFO sets QUEUES_USED once a core is claimed", || {
         let fd = open("/dev/directnvm").map_err(s)?;
         claim(&fd, 3, false).map_err(s)?;
@@ -242,7 +243,7 @@ fn reinit_cases(t: &mut Tap, rev: u32) {
         eq(d.controller_init().err(), Some(nvmedl::Error::Busy), "Device::controller_init with hdu1 open")?;
         eq(dn_stats(&dn)?.controller_inits, before, "controller_inits")
     });
-    if rev < HDU_REV2 {
+    if !rev.can_reset() {
         t.case("rev 1: controller re-init after I/O is refused (Revision); queues kept, I/O still verifies", || {
             let dn = open("/dev/directnvm").map_err(s)?;
             let before = dn_stats(&dn)?.controller_inits;
@@ -342,7 +343,7 @@ fn dbg_regs(path: &str, skip: usize) -> Result<std::collections::HashMap<String,
     Ok(regs_of(&read_text(&format!("{DBG}/{path}"))?, skip))
 }
 
-fn debugfs_cases(t: &mut Tap, rev: u32) {
+fn debugfs_cases(t: &mut Tap, rev: Revision) {
     t.case("debugfs directnvm/layout matches GET_LAYOUT", || {
         let fd = open("/dev/directnvm").map_err(s)?;
         let l = dn_layout(&fd)?;
@@ -440,8 +441,8 @@ fn debugfs_cases(t: &mut Tap, rev: u32) {
             let user = regs_of(&text, 1);
             let g = |name: &str| user.get(name).ok_or(format!("{name} missing")).and_then(|v| hex(v));
             eq(g("REQBUF")?, probe, "REQBUF")?;
-            if rev >= HDU_REV2 {
-                eq(g("ID")?, hdu_id(2), "ID")?;
+            if rev.has_caps() {
+                eq(g("ID")?, hdu_id(rev.number()), "ID")?;
                 eq(g("CAPS")?, hi.caps, "CAPS = GET_INFO caps")?;
                 eq(g("DMA_BASE")?, hi.dma_base, "DMA_BASE")?;
                 eq(g("DMA_LIMIT")?, hi.dma_limit, "DMA_LIMIT")?;

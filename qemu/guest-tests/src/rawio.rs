@@ -21,7 +21,7 @@ pub(crate) struct Core {
     pub(crate) st: DnvmRegion,
     pub(crate) stat: DnvmRegion,
     pub(crate) dat: DnvmRegion,
-    pub(crate) rev: u32,
+    pub(crate) rev: Revision,
 }
 
 /// Claim `core`, open its HDU and map its registers and regions.
@@ -42,7 +42,18 @@ pub(crate) fn setup(core: u32) -> Result<Core, String> {
     let staging = Map::shared(&dn, st.size as usize, st.offset).map_err(|e| e.to_string())?;
     let status = Map::shared(&dn, stat.size as usize, stat.offset).map_err(|e| e.to_string())?;
     let data = Map::shared(&dn, dat.size as usize, dat.offset).map_err(|e| e.to_string())?;
-    Ok(Core { _dn: dn, _hdu: hdu, regs, staging, status, data, st, stat, dat, rev: hi.revision })
+    Ok(Core {
+        _dn: dn,
+        _hdu: hdu,
+        regs,
+        staging,
+        status,
+        data,
+        st,
+        stat,
+        dat,
+        rev: Revision::from_number(hi.revision).ok_or(format!("unknown HDU revision {}", hi.revision))?,
+    })
 }
 
 fn pattern(lba: u64, i: usize, gen: u8) -> u8 {
@@ -67,7 +78,7 @@ impl Core {
 
     /// Start `n` entries and wait for DONE (the protocol of docs/hardware.md).
     pub(crate) fn run(&mut self, n: usize) -> Case {
-        if self.rev >= HDU_REV2 {
+        if self.rev.has_status() {
             self.status.bytes()[..n * 4].fill(0);
             self.regs.wr64(HDU_REG_STATUSBUF, self.stat.phys);
         }
@@ -137,7 +148,7 @@ impl Core {
     }
 
     pub(crate) fn check_status(&mut self, n: usize) -> Case {
-        if self.rev < HDU_REV2 {
+        if !self.rev.has_status() {
             return Ok(()); // rev 1 has no per-request status
         }
         for i in 0..n {
@@ -153,7 +164,7 @@ pub fn run(t: &mut Tap) {
     t.case("raw registers: 170-entry write+read batch on each core verifies byte for byte", || {
         for core in 0..4u32 {
             let mut c = setup(core)?;
-            let n = if c.rev >= HDU_REV2 { 170 } else { DNVM_REV1_MAX_NREQS as usize };
+            let n = if c.rev.has_caps() { 170 } else { DNVM_REV1_MAX_NREQS as usize };
             c.write_read_verify(n, core as u64 * 0x2_0000, core as u8).map_err(|e| format!("core {core}: {e}"))?;
         }
         Ok(())
@@ -173,7 +184,7 @@ pub fn run(t: &mut Tap) {
     });
     t.case("raw registers (rev 2): LBA past the namespace end reports NVMe status 0x80", || {
         let mut c = setup(0)?;
-        if c.rev < HDU_REV2 {
+        if !c.rev.has_status() {
             return Ok(()); // rev 1 has no status path: the RTL drops CQE status (documented)
         }
         let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
@@ -190,7 +201,7 @@ pub fn run(t: &mut Tap) {
     });
     t.case("raw registers (rev 2): entry outside the DMA window fails alone, others succeed", || {
         let mut c = setup(3)?;
-        if c.rev < HDU_REV2 {
+        if !c.rev.has_dma_window() {
             return Ok(()); // rev 1 has no DMA window (documented); nothing to check
         }
         let phys = c.dat.phys;

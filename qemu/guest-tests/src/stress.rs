@@ -356,7 +356,8 @@ const KILL_ATTEMPTS: u32 = 3;
 /// batch runs out by itself) and the next owner's I/O verifies.
 fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let d = dev()?;
-    let rev = d.hdu_info(core).map_err(|e| e.to_string())?.revision;
+    let n = d.hdu_info(core).map_err(|e| e.to_string())?.revision;
+    let rev = Revision::from_number(n).ok_or(format!("unknown HDU revision {n}"))?;
     let cap = d.info().capacity_lbas;
     let base = crate::soak::scratch(cap) + 0x8000 + u64::from(core) * 0x1000;
     // Known content first (generation 1), by the parent.
@@ -404,7 +405,7 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let ready = unsafe { libc::poll(&mut pfd, 1, 10_000) } == 1;
     // The START is stored; wait (bounded) until the device took it: DONE clears (rev 1) or
     // BUSY shows (rev 2). Only then is the batch in flight.
-    let want_busy = if rev >= HDU_REV2 { "busy" } else { "not-done" };
+    let want_busy = if rev.has_status() { "busy" } else { "not-done" };
     let sp = format!("/sys/class/misc/hdu{core}/state");
     let _ = wait_for("batch accepted", Duration::from_secs(2), || sysfs(&sp) == want_busy);
     let state = sysfs(&sp);
@@ -427,11 +428,11 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
         entries >= 64
     })
     .map_err(|e| format!("{e} ({entries} of 64)"))?;
-    let idle = if rev >= HDU_REV2 { "idle" } else { "done" };
+    let idle = if rev.has_status() { "idle" } else { "done" };
     wait_for(&format!("hdu{core} state {idle}"), Duration::from_secs(5), || sysfs(&sp) == idle)
         .map_err(|e| format!("{e} (state {})", sysfs(&sp)))?;
     eq(sysfs(&format!("/sys/class/misc/hdu{core}/owner")).as_str(), "none", "HDU owner after the kill")?;
-    if rev >= HDU_REV2 {
+    if rev.can_reset() {
         // No abort means the batch ran out before the release reset reached it (the kill came
         // late: a loaded host stretched the ~150 ms window). `run` retries that outcome only.
         check(mb.stats(core)?[TESTDEV_STAT_ABORTED] > aborted0, format!("{KILL_TOO_LATE}: the release reset aborted no entry"))?;

@@ -80,6 +80,85 @@ pub const fn hdu_revision(id: u64) -> u32 {
     }
 }
 
+/// An HDU revision this ABI knows. What a revision can do is a method, so code asks for the
+/// capability (`has_status`, `can_reset`, ...) and never compares revision numbers.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Revision {
+    /// The published RTL exactly: one engine, DONE only, no ID/CAPS/ERRORS registers.
+    Rev1,
+    /// Per-request status words, urgency routing, START queue, privileged page with reset and
+    /// DMA window.
+    Rev2,
+}
+
+impl Revision {
+    /// The revision of an `HDU_REG_ID` value; `None` for a revision this ABI does not know.
+    pub const fn from_id(id: u64) -> Option<Revision> {
+        Revision::from_number(hdu_revision(id))
+    }
+
+    /// The revision numbered `n` (`HduInfo::revision`); `None` if unknown.
+    pub const fn from_number(n: u32) -> Option<Revision> {
+        match n {
+            HDU_REV1 => Some(Revision::Rev1),
+            HDU_REV2 => Some(Revision::Rev2),
+            _ => None,
+        }
+    }
+
+    /// The revision number (`HduInfo::revision`, sysfs `revision`).
+    pub const fn number(self) -> u32 {
+        match self {
+            Revision::Rev1 => HDU_REV1,
+            Revision::Rev2 => HDU_REV2,
+        }
+    }
+
+    /// Per-entry status words, the ERRORS register and DONE's BUSY bit (rev 1 reports nothing
+    /// but DONE: a batch that ends counts as all-success).
+    pub const fn has_status(self) -> bool {
+        matches!(self, Revision::Rev2)
+    }
+
+    /// ID and CAPS registers (rev 1 has neither: `HduCaps::REV1` describes it).
+    pub const fn has_caps(self) -> bool {
+        matches!(self, Revision::Rev2)
+    }
+
+    /// A privileged page with the engine reset (CTRL) and the DMA window.
+    pub const fn has_privileged_page(self) -> bool {
+        matches!(self, Revision::Rev2)
+    }
+
+    /// The engine can be reset (`HDU_IOC_RESET`, `HDU_IOC_RESET_QUEUES`).
+    pub const fn can_reset(self) -> bool {
+        self.has_privileged_page()
+    }
+
+    /// DMA addresses are checked against a window (`HDU_ERR_WINDOW`).
+    pub const fn has_dma_window(self) -> bool {
+        self.has_privileged_page()
+    }
+
+    /// The Flush command (`DNVM_OP_FLUSH`); a rev 1 engine would issue a read.
+    pub const fn has_flush(self) -> bool {
+        matches!(self, Revision::Rev2)
+    }
+
+    /// Entries carry their transfer size and urgency class (rev 1 moves 4 KiB per entry and
+    /// has one engine).
+    pub const fn has_sized_entries(self) -> bool {
+        matches!(self, Revision::Rev2)
+    }
+}
+
+impl core::fmt::Display for Revision {
+    /// The revision number, as sysfs and the logs print it.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        write!(f, "{}", self.number())
+    }
+}
+
 /// Build the ID register value of a rev 2 (or later) HDU.
 pub const fn hdu_id(revision: u32) -> u64 {
     HDU_ID_MAGIC as u64 | ((revision as u64 & 0xffff) << 32)

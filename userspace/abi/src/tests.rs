@@ -81,3 +81,18 @@ fn queue_window_and_mailbox_layout() {
     assert_eq!(TESTDEV_MAILBOX_PHYS % DNVM_PAGE_SIZE, 0);
     assert_eq!(HDU_CTRL_QRESET & HDU_CTRL_RESET, 0);
 }
+
+#[test]
+fn revision_capabilities() {
+    assert_eq!(Revision::from_id(0), Some(Revision::Rev1));
+    assert_eq!(Revision::from_id(hdu_id(HDU_REV2)), Some(Revision::Rev2));
+    assert_eq!(Revision::from_id(hdu_id(3)), None);
+    assert_eq!(Revision::from_number(0), None);
+    for r in [Revision::Rev1, Revision::Rev2] {
+        assert_eq!(Revision::from_number(r.number()), Some(r));
+    }
+    let rev1 = Revision::Rev1;
+    assert!(!rev1.has_status() && !rev1.has_caps() && !rev1.can_reset() && !rev1.has_flush() && !rev1.has_dma_window());
+    let rev2 = Revision::Rev2;
+    assert!(rev2.has_status() && rev2.has_caps() && rev2.can_reset() && rev2.has_flush() && rev2.has_dma_window());
+}

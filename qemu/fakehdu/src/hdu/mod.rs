@@ -65,7 +65,7 @@ enum State {
 pub struct Hdu {
     /// Instance index.
     pub index: usize,
-    rev: u32,
+    rev: Revision,
     user: u64,
     privileged: Option<u64>,
     caps: HduCaps,
@@ -84,7 +84,7 @@ pub struct Hdu {
 
 impl Hdu {
     /// An HDU at `user` (and `privileged`) driving `engines`.
-    pub fn new(index: usize, rev: u32, user: u64, privileged: Option<u64>, caps: HduCaps, engines: Vec<Engine>) -> Self {
+    pub fn new(index: usize, rev: Revision, user: u64, privileged: Option<u64>, caps: HduCaps, engines: Vec<Engine>) -> Self {
         Self {
             index,
             rev,
@@ -123,7 +123,7 @@ impl Hdu {
 
     fn done_reg(&self) -> u64 {
         let mut v = if self.done { HDU_DONE_BIT } else { 0 };
-        if self.rev >= HDU_REV2 && self.busy_bit() {
+        if self.rev.has_status() && self.busy_bit() {
             v |= HDU_BUSY_BIT;
         }
         if self.queued.is_some() {
@@ -145,8 +145,8 @@ impl Hdu {
             }
         };
         want(HDU_REG_DONE, self.done_reg());
-        if self.rev >= HDU_REV2 {
-            want(HDU_REG_ID, hdu_id(self.rev));
+        if self.rev.has_caps() {
+            want(HDU_REG_ID, hdu_id(self.rev.number()));
             want(HDU_REG_CAPS, self.caps.to_reg());
             want(HDU_REG_ERRORS, self.errors);
             if let Some(p) = self.privileged {
@@ -164,12 +164,12 @@ impl Hdu {
     /// One polling pass; true if anything happened.
     pub fn step(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
         let mut progress = false;
-        if self.rev >= HDU_REV2 {
+        if self.rev.has_privileged_page() {
             progress |= self.poll_ctrl(mem);
         }
         progress |= self.poll_start(mem, faults);
         progress |= match self.state {
-            State::Busy(_) if self.rev >= HDU_REV2 => self.step_rev2(mem, faults),
+            State::Busy(_) if self.rev.has_status() => self.step_rev2(mem, faults),
             State::Busy(_) => self.step_rev1(mem, faults),
             State::Stuck if !faults.is_stuck(self.index) => {
                 // The held batch ends; one queued behind it runs now.
@@ -199,11 +199,8 @@ impl Hdu {
             return true;
         }
         // Rev 2 with a START queue: a START while a batch runs waits behind it (one slot).
-        let queue = self.busy()
-            && self.rev >= HDU_REV2
-            && self.caps.start_queue > 0
-            && self.queued.is_none()
-            && matches!(self.state, State::Busy(_) | State::Stuck);
+        let queue =
+            self.busy() && self.caps.start_queue > 0 && self.queued.is_none() && matches!(self.state, State::Busy(_) | State::Stuck);
         if (self.busy() && !queue) || faults.take_drop_start(self.index) {
             self.stats.dropped_starts += 1;
         } else {
@@ -243,7 +240,7 @@ impl Hdu {
             window: (0, u64::MAX),
             key,
         };
-        if self.rev >= HDU_REV2 {
+        if self.rev.has_status() {
             b.statusbuf = mem.load64(self.reg(HDU_REG_STATUSBUF)).unwrap_or(0);
             if let Some(p) = self.privileged {
                 b.window = (mem.load64(p + HDU_PRIV_DMA_BASE as u64).unwrap_or(0), mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap_or(0));
