@@ -604,7 +604,7 @@ mod tests {
         assert_eq!(hdu_revision(HDU_ID_MAGIC as u64 >> 1), HDU_REV1);
         assert_eq!(Revision::from_id(0), Some(Revision::Rev1));
         assert_eq!(Revision::from_id(hdu_id(2)), Some(Revision::Rev2));
-        assert_eq!(Revision::from_id(hdu_id(3)), None, "an unknown revision is refused at probe");
+        assert_eq!(Revision::from_id(hdu_id(3)), None); // an unknown revision is refused at probe
     }
 
     #[test]
