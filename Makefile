@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # DirectNVM-rs top-level Makefile.
 #
 #   make deps      install every host package (idempotent; other targets call it when needed)

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Install every host package DirectNVM-rs needs on a bare Debian bookworm machine.
 # Idempotent, no prompts. Fails with a message naming the missing piece.
 set -euo pipefail

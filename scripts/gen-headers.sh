@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Regenerate the C header of libnvmedl from its Rust C ABI (cbindgen).
 #   scripts/gen-headers.sh          write userspace/libnvmedl/include/libnvmedl.h
 #   scripts/gen-headers.sh --check  fail (exit 1) if the committed header is stale
