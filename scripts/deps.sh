@@ -15,7 +15,7 @@ SUDO=
 
 APT_PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc bison flex cpio kmod libelf-dev
   libssl-dev rsync device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  xz-utils python3-venv python3-dev swig file strace)
+  xz-utils python3-venv python3-dev swig file strace pkgconf)
 
 # The Debian mirror this machine already uses; the backports suites come from the same place.
 mirror_uri() {
@@ -79,6 +79,30 @@ install_apt() {
   fi
 }
 
+# The Rust toolchain: cargo and a rustc at least the workspace's rust-version (Cargo.toml).
+# Debian bookworm's own rustc (1.63) is too old; the toolchain comes from rustup.
+check_rust() {
+  local need have top
+  top=$(cd "$(dirname "$0")/.." && pwd)
+  need=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$top/Cargo.toml" | head -1)
+  [ -n "$need" ] || die "no rust-version in $top/Cargo.toml ([workspace.package])"
+  export PATH=$HOME/.cargo/bin:$PATH
+  local remedy="install the stable toolchain with rustup as the user who runs make:
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+      . \"\$HOME/.cargo/env\"
+  or, with rustup already installed: rustup update stable && rustup default stable"
+  if ! command -v rustc >/dev/null || ! command -v cargo >/dev/null; then
+    die "no Rust toolchain (rustc and cargo); the workspace needs rustc >= $need;
+  $remedy"
+  fi
+  have=$(rustc --version | awk '{print $2}')
+  if [ "$(printf '%s\n%s\n' "$need" "${have%%-*}" | sort -V | head -1)" != "$need" ]; then
+    die "rustc $have ($(command -v rustc)) is older than the workspace's rust-version $need;
+  $remedy"
+  fi
+  log "rustc $have >= rust-version $need"
+}
+
 # rust-src of exactly the installed rustc version (the kernel build requires a matched pair).
 install_rust_src() {
   local want have ver
@@ -123,6 +147,7 @@ link_rust_src() {
   [ -d "$sysroot/lib/rustlib/src/rust/library/std" ] || die "rust-src not visible in $sysroot"
 }
 
+check_rust
 setup_sources
 install_apt
 install_rust_src
