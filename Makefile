@@ -14,6 +14,7 @@
 #   make install / uninstall [PREFIX=/usr/local] [DESTDIR=]   libnvmedl (.so with soname, .a,
 #                  header, pkg-config), nvmedl tools + man pages, udev rule; [KDIR=..] adds the modules
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
+#   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -82,7 +83,7 @@ wrr: initramfs
 	@grep -a '^wrr:' build/wrr.log
 	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
 
-check: test-host test-install dtcheck test-guest
+check: test-host test-install oelint dtcheck test-guest
 
 # Installation (scripts/install.sh holds the file list; PROFILE=dev installs the debug build).
 PREFIX ?= /usr/local
@@ -105,6 +106,11 @@ uninstall:
 modules_install: modules
 	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) \
 	  INSTALL_MOD_PATH="$(DESTDIR)" INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" modules_install
+
+# The Yocto layer docs/petalinux/meta-directnvm: crate list vs Cargo.lock, license checksums, oelint-adv.
+.PHONY: oelint
+oelint: deps
+	@bash scripts/check-recipes.sh
 
 # make install into a temporary DESTDIR, the C example built with pkg-config alone, the tools' --help.
 test-install: deps

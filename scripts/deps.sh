@@ -137,6 +137,18 @@ install_bindgen() {
   fi
 }
 
+# oelint-adv (PyPI, pinned) for the Yocto recipe check, in its own venv (scripts/check-recipes.sh).
+OELINT_VERSION=9.11.2
+install_oelint() {
+  local venv=$STAMP_DIR/oelint-venv
+  if [ "$("$venv/bin/oelint-adv" --version 2>/dev/null | awk '{print $NF}')" != "$OELINT_VERSION" ]; then
+    log "installing oelint-adv $OELINT_VERSION into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv" || die "python3 -m venv failed (apt package python3-venv)"
+    "$venv/bin/pip" install -q "oelint-adv==$OELINT_VERSION" || die "pip install oelint-adv==$OELINT_VERSION failed"
+  fi
+}
+
 # Cross std for the aarch64 guest: rustup's sysroot must see the same rust-src.
 link_rust_src() {
   local sysroot; sysroot=$(rustc --print sysroot)
@@ -154,4 +166,5 @@ install_rust_src
 install_busybox
 install_bindgen
 link_rust_src
+install_oelint
 log "all dependencies present"
