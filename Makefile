@@ -103,9 +103,14 @@ uninstall:
 	@$(INSTALL_VARS) bash scripts/install.sh uninstall
 
 # The modules of a given kernel tree (built first if needed) into $(DESTDIR)/lib/modules/<release>/$(INSTALL_MOD_DIR).
+ifeq ($(origin KDIR),undefined)
+modules_install:
+	@echo "modules_install: give the kernel build tree: make modules_install KDIR=<dir>" >&2; exit 2
+else
 modules_install: modules
 	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) \
 	  INSTALL_MOD_PATH="$(DESTDIR)" INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" modules_install
+endif
 
 # The Yocto layer docs/petalinux/meta-directnvm: crate list vs Cargo.lock, license checksums, oelint-adv.
 .PHONY: oelint
