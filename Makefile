@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # DirectNVM-rs top-level Makefile.
 #
 #   make deps      install every host package (idempotent; other targets call it when needed)
@@ -10,6 +11,10 @@
 #   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
+#   make install / uninstall [PREFIX=/usr/local] [DESTDIR=]   libnvmedl (.so with soname, .a,
+#                  header, pkg-config), nvmedl tools + man pages, udev rule; [KDIR=..] adds the modules
+#   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
+#   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -95,7 +100,43 @@ wrr: initramfs
 	@grep -a '^wrr:' build/wrr.log
 	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
 
-check: test-host dtcheck test-guest
+check: test-host test-install oelint dtcheck test-guest
+
+# Installation (scripts/install.sh holds the file list; PROFILE=dev installs the debug build).
+PREFIX ?= /usr/local
+DESTDIR ?=
+PROFILE ?= release
+INSTALL_MOD_DIR ?= extra
+INSTALL_VARS = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PROFILE="$(PROFILE)" \
+	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR,$(if $($(v)),$(v)="$($(v))"))
+.PHONY: install uninstall modules_install test-install
+install:
+	@$(INSTALL_VARS) bash scripts/install.sh install
+ifneq ($(origin KDIR),undefined)
+	@$(MAKE) --no-print-directory modules_install
+endif
+
+uninstall:
+	@$(INSTALL_VARS) bash scripts/install.sh uninstall
+
+# The modules of a given kernel tree (built first if needed) into $(DESTDIR)/lib/modules/<release>/$(INSTALL_MOD_DIR).
+ifeq ($(origin KDIR),undefined)
+modules_install:
+	@echo "modules_install: give the kernel build tree: make modules_install KDIR=<dir>" >&2; exit 2
+else
+modules_install: modules
+	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) \
+	  INSTALL_MOD_PATH="$(DESTDIR)" INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" modules_install
+endif
+
+# The Yocto layer docs/petalinux/meta-directnvm: crate list vs Cargo.lock, license checksums, oelint-adv.
+.PHONY: oelint
+oelint: deps
+	@bash scripts/check-recipes.sh
+
+# make install into a temporary DESTDIR, the C example built with pkg-config alone, the tools' --help.
+test-install: deps
+	@bash scripts/test-install.sh
 
 # The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores
 # each write and verify a distinct 64 MiB range through the Rust API and through the C example

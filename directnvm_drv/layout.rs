@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 //! Carve-out partitioning: pure arithmetic over `core` only, computed once at probe.
 //!
 //! The carve-out is split, in order, into the kernel-only admin region (admin SQ, admin CQ,

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0-only
+// SPDX-License-Identifier: GPL-2.0-only OR MIT
 //! NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust.
 //!
 //! The kernel module runs it against the controller's BAR window and the admin region of the

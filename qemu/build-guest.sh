@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Cross-build the guest programs (static aarch64) with a std built from Debian's rust-src.
 # Output: target/aarch64-unknown-linux-gnu/release/<bin>
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # PID 1 of the DirectNVM virtual board (busybox). The mode comes from the kernel command line:
 # dnvm.mode=demo shows what the stack sees, dnvm.mode=klog prints the kernel log, any other
 # mode runs `dnvm-guest-tests <mode>` (suite, soak, fuzz, ...). dnvm.env.KEY=VALUE exports

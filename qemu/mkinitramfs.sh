@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Build the guest initramfs: busybox, the two modules, the guest programs, init.
 # Output: build/initramfs.cpio.gz (path printed on stdout).
 set -euo pipefail

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Boot the DirectNVM virtual board: QEMU virt (arm64, 4 CPUs, 1 GiB shared-file RAM), the
 # project's DT overlay, the test kernel, the initramfs, and the fake HDU device process.
 #

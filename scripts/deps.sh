@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Install every host package DirectNVM-rs needs on a bare Debian bookworm machine.
 # Idempotent, no prompts. Fails with a message naming the missing piece.
 set -euo pipefail
@@ -14,7 +15,7 @@ SUDO=
 
 APT_PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc bison flex cpio kmod libelf-dev
   libssl-dev rsync device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  xz-utils python3-venv python3-dev swig file strace)
+  xz-utils python3-venv python3-dev swig file strace pkgconf)
 
 # The Debian mirror this machine already uses; the backports suites come from the same place.
 mirror_uri() {
@@ -78,6 +79,30 @@ install_apt() {
   fi
 }
 
+# The Rust toolchain: cargo and a rustc at least the workspace's rust-version (Cargo.toml).
+# Debian bookworm's own rustc (1.63) is too old; the toolchain comes from rustup.
+check_rust() {
+  local need have top
+  top=$(cd "$(dirname "$0")/.." && pwd)
+  need=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' "$top/Cargo.toml" | head -1)
+  [ -n "$need" ] || die "no rust-version in $top/Cargo.toml ([workspace.package])"
+  export PATH=$HOME/.cargo/bin:$PATH
+  local remedy="install the stable toolchain with rustup as the user who runs make:
+      curl --proto '=https' --tlsv1.2 -sSf https://sh.rustup.rs | sh -s -- -y --profile minimal
+      . \"\$HOME/.cargo/env\"
+  or, with rustup already installed: rustup update stable && rustup default stable"
+  if ! command -v rustc >/dev/null || ! command -v cargo >/dev/null; then
+    die "no Rust toolchain (rustc and cargo); the workspace needs rustc >= $need;
+  $remedy"
+  fi
+  have=$(rustc --version | awk '{print $2}')
+  if [ "$(printf '%s\n%s\n' "$need" "${have%%-*}" | sort -V | head -1)" != "$need" ]; then
+    die "rustc $have ($(command -v rustc)) is older than the workspace's rust-version $need;
+  $remedy"
+  fi
+  log "rustc $have >= rust-version $need"
+}
+
 # rust-src of exactly the installed rustc version (the kernel build requires a matched pair).
 install_rust_src() {
   local want have ver
@@ -112,6 +137,18 @@ install_bindgen() {
   fi
 }
 
+# oelint-adv (PyPI, pinned) for the Yocto recipe check, in its own venv (scripts/check-recipes.sh).
+OELINT_VERSION=9.11.2
+install_oelint() {
+  local venv=$STAMP_DIR/oelint-venv
+  if [ "$("$venv/bin/oelint-adv" --version 2>/dev/null | awk '{print $NF}')" != "$OELINT_VERSION" ]; then
+    log "installing oelint-adv $OELINT_VERSION into $venv"
+    rm -rf "$venv"
+    python3 -m venv "$venv" || die "python3 -m venv failed (apt package python3-venv)"
+    "$venv/bin/pip" install -q "oelint-adv==$OELINT_VERSION" || die "pip install oelint-adv==$OELINT_VERSION failed"
+  fi
+}
+
 # Cross std for the aarch64 guest: rustup's sysroot must see the same rust-src.
 link_rust_src() {
   local sysroot; sysroot=$(rustc --print sysroot)
@@ -121,6 +158,8 @@ link_rust_src() {
   fi
   [ -d "$sysroot/lib/rustlib/src/rust/library/std" ] || die "rust-src not visible in $sysroot"
 }
+
+check_rust
 
 # rustfmt and clippy for the format/lint gate of `make check`.
 install_rust_tools() {
@@ -137,4 +176,5 @@ install_rust_src
 install_busybox
 install_bindgen
 link_rust_src
+install_oelint
 log "all dependencies present"

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Shared settings for the build scripts (sourced, not run).
 # DIRECTNVM_CACHE holds everything that is expensive and outside the checkout:
 # the extracted kernel source, kernel builds keyed by version + config hash, busybox.

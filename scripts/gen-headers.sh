@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Regenerate the generated C headers (one source of truth: the Rust definitions):
 #   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi.rs)
 #   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
@@ -53,7 +54,7 @@ for name in $(sed -n 's/^WARN: Skip abi::\([A-Z0-9_]*_IOC_[A-Z0-9_]*\) .*/\1/p' 
 done
 {
   echo "/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */"
-  echo "/* SPDX-License-Identifier: GPL-2.0-only OR MIT */"
+  echo "/* SPDX-License-Identifier: MIT OR Apache-2.0 */"
   echo "/*"
   echo " * DirectNVM kernel ABI: the ioctls, structs and mmap layout of /dev/directnvm and /dev/hduN,"
   echo " * and the staging-entry and register layout of the HDU (docs/hardware.md explains each number)."

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Fetch the Debian arm64 packages of qemu/guest-debs.list (and the library packages they depend
 # on) and extract them into the cache. Idempotent; prints the extracted root on stdout.
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The modules on an older kernel: build the QEMU test kernel of linux-source-VERSION (cached like
 # the default one), build directnvm.ko and hdu.ko against it in a copy of the sources
 # (build/kernel-VERSION/: Kbuild writes objects next to them), pack an initramfs with those

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Build (or reuse) the QEMU test kernel: arm64, LLVM 19, Rust, debug options.
 # Output: $(kernel_dir)/{arch/arm64/boot/Image,Module.symvers,...}; prints the dir on stdout last.
 set -euo pipefail

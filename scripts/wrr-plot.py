@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
 """Draw the arbitration experiment (`make wrr`) as an SVG: foreground and background IOPS over
 time, one panel per weight setting. Input: the guest console log with `# wrr <label> <t_ms>
 <fg_iops> <bg_iops>` lines. Standard library only.

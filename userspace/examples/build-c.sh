@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Build the C example against libnvmedl.h and the static library.
 #   build-c.sh guest  -> target/aarch64-unknown-linux-gnu/release/dlexample (static aarch64;
 #                        needs qemu/build-guest.sh to have built libnvmedl for aarch64)

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 /*
  * dlexample: the DirectNVM paper's example program on the libnvmedl C API.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Board address map: where the HDU register pages, the NVMe BAR window, the engine queue
 //! window and the carve-out live in guest-physical space.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Time source of the model: wall clock, deterministic virtual time, or none (instantaneous).
 
 use std::time::Instant;

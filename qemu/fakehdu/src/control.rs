@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Control operations shared by the Unix control socket and the guest test mailbox.
 //!
 //! Socket protocol: one command per line, one reply line: `ok [key=value ...]` or

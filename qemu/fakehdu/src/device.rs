@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The whole fake board behind the PL window: HDUs + engines + NVMe controller + SSD, the test
 //! mailbox, fault state and clock. `Device::step` is one polling pass; the runner calls it in a
 //! loop, deterministic tests call it directly.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Namespace data in a sparse disk-image file (unwritten blocks read as zeros).
 
 use std::fs::{File, OpenOptions};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The model's error type: what went wrong setting up or driving the fake device.
 
 use std::fmt::Display;

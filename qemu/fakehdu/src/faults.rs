@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Fault injection: what tests (control socket or guest mailbox) can make the device do wrong.
 
 /// An NVMe I/O error rule.

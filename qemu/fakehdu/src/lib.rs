@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! # fakehdu — the fake DirectNVM HDU device (virtual FPGA + NVMe SSD)
 //!
 //! A host-side model of the programmable logic of the DirectNVM board: HDU register pages,

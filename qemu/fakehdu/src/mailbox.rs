@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Guest-visible test mailbox (QEMU board only): a 4 KiB page where a guest test program
 //! (mapping it through /dev/mem) asks for the same operations as the control socket.
 //! Layout and protocol: `TESTDEV_*` in the ABI and docs/hardware.md.

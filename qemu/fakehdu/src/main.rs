@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `fake-hdu`: run the fake DirectNVM device against a QEMU guest's shared RAM file.
 //!
 //! ```text
@@ -19,12 +20,72 @@ use fakehdu::control::num;
 use fakehdu::socket::ControlSocket;
 use fakehdu::{Board, Config, DiskSource, Error, FakeHdu, MemorySource, Result, TimingMode};
 
-const USAGE: &str = "usage: fake-hdu --mem-file PATH [--ram-base ADDR] [--ram-size SIZE] [--mem-offset OFF]
-                [--dtb FILE] [--revision 1|2] [--engines 1|2|4] [--disk IMG] [--disk-size SIZE]
-                [--socket PATH] [--timing wallclock|none|virtual] [--max-inflight N] [--start-queue 0|1]
-                [--ssd KEY=N[,KEY=N..]]   (SSD model: channels read_iops write_iops read_bw
-                 write_bw read_latency_ns write_latency_ns flush_latency_ns)
-SIZE accepts K/M/G suffixes; numbers may be 0x-hex.";
+/// Timing of the device model.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Timing {
+    /// Real time (nanoseconds since the model started).
+    Wallclock,
+    /// No timing: every command completes at the next step.
+    None,
+    /// Virtual time: advances only when the model is idle, to the next pending event.
+    Virtual,
+}
+
+/// Fake DirectNVM device (HDUs, NVMe controller, SSD model) serving a QEMU guest's shared RAM.
+///
+/// Sizes accept K/M/G suffixes; numbers may be 0x-hex. Exits cleanly (disk flushed, socket
+/// removed, threads joined) on SIGTERM/SIGINT or the control socket's `shutdown`.
+#[derive(clap::Parser, Debug)]
+#[command(name = "fake-hdu", version, after_help = "Exit status: 0 clean stop, 1 error, 2 usage error.")]
+struct Cli {
+    /// The guest RAM file QEMU shares (memory-backend-file mem-path).
+    #[arg(long, value_name = "PATH")]
+    mem_file: PathBuf,
+    /// Guest-physical base of the RAM (default: the board's).
+    #[arg(long, value_name = "ADDR", value_parser = parse_num)]
+    ram_base: Option<u64>,
+    /// Size of the guest RAM (default: the board's).
+    #[arg(long, value_name = "SIZE", value_parser = size)]
+    ram_size: Option<u64>,
+    /// Offset of guest RAM inside the memory file.
+    #[arg(long, value_name = "OFF", default_value = "0", value_parser = size)]
+    mem_offset: u64,
+    /// The guest's device tree blob: HDU, engine and BAR addresses come from it.
+    #[arg(long, value_name = "FILE")]
+    dtb: Option<PathBuf>,
+    /// HDU revision to model: 1 (published RTL) or 2.
+    #[arg(long, default_value = "1", value_parser = parse_num)]
+    revision: u64,
+    /// Engines per HDU (1, 2 or 4; default: the revision's).
+    #[arg(long, value_parser = parse_num)]
+    engines: Option<u64>,
+    /// Sparse disk image backing the namespace, kept across runs (default: an unlinked temporary file).
+    #[arg(long, value_name = "IMG")]
+    disk: Option<PathBuf>,
+    /// Namespace size.
+    #[arg(long, value_name = "SIZE", default_value = "1G", value_parser = size)]
+    disk_size: u64,
+    /// Serve the control socket (faults, stats, shutdown) at PATH.
+    #[arg(long, value_name = "PATH")]
+    socket: Option<PathBuf>,
+    /// Timing mode.
+    #[arg(long, value_enum, default_value = "wallclock")]
+    timing: Timing,
+    /// Commands in flight inside the SSD model at most.
+    #[arg(long, value_name = "N", value_parser = parse_num)]
+    max_inflight: Option<u64>,
+    /// Rev 2 STARTs held behind the running batch (0 or 1; default 1).
+    #[arg(long, value_name = "0|1", value_parser = parse_num)]
+    start_queue: Option<u64>,
+    /// SSD model parameters, KEY=N[,KEY=N..]; keys: channels read_iops write_iops read_bw
+    /// write_bw read_latency_ns write_latency_ns flush_latency_ns. Repeatable.
+    #[arg(long, value_name = "KEY=N[,KEY=N..]")]
+    ssd: Vec<String>,
+}
+
+fn parse_num(s: &str) -> Result<u64> {
+    num(s)
+}
 
 fn usage(msg: String) -> Error {
     Error::Usage(msg)
@@ -60,48 +121,31 @@ fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<()> {
     Ok(())
 }
 
-fn run() -> Result<()> {
-    let mut args = std::env::args().skip(1);
-    let mut mem_file: Option<PathBuf> = None;
-    let mut ram_base = None;
-    let mut ram_size = None;
-    let mut mem_offset = 0;
-    let mut dtb: Option<PathBuf> = None;
+fn run(cli: Cli) -> Result<()> {
     let mut cfg = Config::in_process(1);
-    cfg.timing = TimingMode::WallClock;
-    cfg.disk_size = 1 << 30;
-    let mut socket: Option<PathBuf> = None;
-    while let Some(a) = args.next() {
-        let mut val = || args.next().ok_or_else(|| usage(format!("{a} needs a value\n{USAGE}")));
-        match a.as_str() {
-            "--mem-file" => mem_file = Some(val()?.into()),
-            "--ram-base" => ram_base = Some(num(&val()?)?),
-            "--ram-size" => ram_size = Some(size(&val()?)?),
-            "--mem-offset" => mem_offset = size(&val()?)?,
-            "--dtb" => dtb = Some(val()?.into()),
-            "--revision" => cfg.revision = num(&val()?)? as u32,
-            "--engines" => cfg.engines = Some(num(&val()?)? as u32),
-            "--disk" => cfg.disk = DiskSource::File(val()?.into()),
-            "--disk-size" => cfg.disk_size = size(&val()?)?,
-            "--socket" => socket = Some(val()?.into()),
-            "--timing" => {
-                cfg.timing = match val()?.as_str() {
-                    "wallclock" => TimingMode::WallClock,
-                    "none" => TimingMode::None,
-                    "virtual" => TimingMode::Virtual,
-                    t => return Err(usage(format!("unknown timing '{t}'"))),
-                }
-            }
-            "--start-queue" => cfg.start_queue = num(&val()?)? as u32,
-            "--max-inflight" => cfg.nvme.max_inflight = (num(&val()?)? as usize).max(1),
-            "--ssd" => ssd_params(&mut cfg.nvme.ssd, &val()?)?,
-            "-h" | "--help" => {
-                println!("{USAGE}");
-                return Ok(());
-            }
-            _ => return Err(usage(format!("unknown argument '{a}'\n{USAGE}"))),
-        }
+    cfg.timing = match cli.timing {
+        Timing::Wallclock => TimingMode::WallClock,
+        Timing::None => TimingMode::None,
+        Timing::Virtual => TimingMode::Virtual,
+    };
+    cfg.disk_size = cli.disk_size;
+    cfg.revision = cli.revision as u32;
+    if let Some(e) = cli.engines {
+        cfg.engines = Some(e as u32);
     }
+    if let Some(d) = cli.disk {
+        cfg.disk = DiskSource::File(d);
+    }
+    if let Some(q) = cli.start_queue {
+        cfg.start_queue = q as u32;
+    }
+    if let Some(n) = cli.max_inflight {
+        cfg.nvme.max_inflight = (n as usize).max(1);
+    }
+    for spec in &cli.ssd {
+        ssd_params(&mut cfg.nvme.ssd, spec)?;
+    }
+    let (dtb, ram_base, ram_size, socket) = (cli.dtb, cli.ram_base, cli.ram_size, cli.socket);
     let mut board = match &dtb {
         Some(p) => Board::from_dtb(&std::fs::read(p).map_err(Error::io(p.display()))?)?,
         None => Board::qemu_default(),
@@ -113,8 +157,7 @@ fn run() -> Result<()> {
         board.ram_size = s;
     }
     cfg.board = board;
-    cfg.memory =
-        MemorySource::File { path: mem_file.ok_or_else(|| usage(format!("--mem-file is required\n{USAGE}")))?, offset: mem_offset };
+    cfg.memory = MemorySource::File { path: cli.mem_file, offset: cli.mem_offset };
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {
@@ -148,7 +191,8 @@ fn run() -> Result<()> {
 }
 
 fn main() {
-    if let Err(e) = run() {
+    let cli = <Cli as clap::Parser>::parse();
+    if let Err(e) = run(cli) {
         eprintln!("fake-hdu: {e}");
         std::process::exit(1);
     }

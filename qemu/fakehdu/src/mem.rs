@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Guest-physical memory, shared with the guest (QEMU memory file) or anonymous (in-process).
 //!
 //! Every access is bounds-checked against the mapped RAM; register accesses are aligned

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The polling thread and the in-process handle (`FakeHdu`).
 //!
 //! Adaptive polling: after the last sign of activity the thread spins for `SPIN_WINDOW`

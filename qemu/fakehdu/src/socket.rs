@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Unix control socket: line-based text protocol (see `control`).
 
 use std::io::{BufRead, BufReader, ErrorKind, Write};

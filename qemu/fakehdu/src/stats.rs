@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Counters the model keeps for tests and the control interfaces.
 
 /// Per-HDU counters.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Host-side helpers for in-process tests: a minimal NVMe host driver that does the admin
 //! bring-up the kernel's directnvm_drv does on the board (reset, admin queues, identify,
 //! number of queues, arbitration, one I/O queue pair per engine at the queue-window addresses),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! SSD timing model: a serial controller stage (per-command cost = 1 / IOPS), flash channels
 //! working in parallel (per-4-KiB-page cost = channels * 4096 / bandwidth, pages striped over
 //! channels), plus a fixed per-command latency.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Board description, persistence, control socket, test mailbox, threaded use, robustness.
 
 mod common;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The NVMe controller model: registers, admin commands, status codes, PRPs, arbitration.
 
 mod common;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Revision 1: the published RTL's rules.
 
 mod common;

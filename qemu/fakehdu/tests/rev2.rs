@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Revision 2: ID/CAPS, status words, urgency routing, pipelining, large batches and
 //! transfers, FLUSH, DMA window, reset.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Probe, ioctl and mmap rules of /dev/directnvm and /dev/hduN, checked against the live device
 //! tree, plus the module load/unload cycle.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The errno of every refusal of the two device nodes, in one table: the guest suite performs
 //! each refusal and compares the errno with the table, and `docs/errors.md` is rendered from the
 //! same rows (the host test `errors_md_is_current` fails when it is stale; regenerate with

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Fault injection through the fake device's test mailbox (`TESTDEV_*`, reached through
 //! /dev/mem; docs/design.md "Test hooks"). One case per fault class; each fails if the library
 //! reports success for a command the device failed (where the revision can tell) or if any

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Bounded random ioctl/mmap fuzzer for /dev/directnvm and /dev/hduN.
 //!
 //! Each iteration picks one operation: an ioctl (a valid command, a valid type/number with a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Kernel-driver cases that need I/O to have happened first (they run after `rawio`): the
 //! controller re-init protocol on rev 1 and rev 2 (docs/design.md "Controller re-init"),
 //! debugfs of both drivers checked against known values, the modules' KUnit suites, the rev 2

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Kernel-log checks: KUnit results of the modules and no splat of any kind.
 
 use crate::sys::sh;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Kernel-module bugs found by the reliability groups. The fixed ones run in the suite as
 //! regression tests (`run_fixed`). `run.sh --mode knownbugs` shows what the raw ioctls still
 //! allow without the controller re-init protocol (data corruption); not in the suite.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! libnvmedl in the guest: the Rust API in this process, the C example, the `nvmedl` CLI and
 //! a short verified `nvmedl-bench` run on each core, 4 threads pinned to 4 cores writing and
 //! reading back distinct ranges, and a ptrace count of the system calls in the I/O loop.

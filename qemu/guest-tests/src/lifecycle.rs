@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Module life cycle: rmmod/insmod cycles with and without open files and mappings (rmmod must
 //! fail while either module is busy and succeed after), and unbind/bind of HDUs while a
 //! process does I/O on them or races open/mmap/close against the unbind.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Guest-side test suite of the DirectNVM virtual board. Runs as a static aarch64 binary in the
 //! QEMU guest's initramfs after the init script loaded directnvm.ko and hdu.ko; prints TAP and
 //! ends with `N passed, N failed`. Exit status 0 only if every case passed.

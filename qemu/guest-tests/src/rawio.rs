@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Raw-register I/O before any library: staging entries written by hand into the claimed
 //! staging queue, the HDU started through its mmap'd registers, data verified byte for byte.
 //! Runs on whatever revision the fake device plays (rev 1 or rev 2 boots of the suite).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Data integrity: every I/O of the reliability groups carries a pattern derived from the LBA
 //! and a per-block generation, and every read is checked against the generation the last
 //! successful write left there. `run_short` is the suite form (a few seconds on all cores);

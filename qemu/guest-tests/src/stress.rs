@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Concurrency: threads and processes racing open/claim/mmap/release/close/kill on
 //! /dev/directnvm and /dev/hduN, and a process SIGKILLed while its batch is in flight.
 //! Invariants: a core or HDU never has two owners, every error is one the ABI documents, and

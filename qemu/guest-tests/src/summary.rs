@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Counters of the reliability groups and the summary printed at the end of a run: cases
 //! passed/failed, I/Os verified, faults injected and survived, fuzz iterations, kernel
 //! warnings seen (dmesg lines matching `klog::SPLATS`; must be 0).

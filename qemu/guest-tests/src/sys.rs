@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Thin, errno-returning wrappers over open/ioctl/mmap for the device nodes under test.
 
 use std::ffi::CString;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The syzkaller description (qemu/syzkaller/directnvm.txt) against the ABI crate: the .const
 //! file must be exactly what abi.rs generates (`DNVM_SYZ_BLESS=1` rewrites it), every const the
 //! description names must be in it, every ioctl of the ABI must be described, and every struct

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Minimal TAP producer: one `ok`/`not ok` line per case, then `N passed, N failed`.
 
 use std::fmt::Display;

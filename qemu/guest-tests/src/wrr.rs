@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The paper's arbitration experiment (Figure 13): a foreground stream keeps its throughput
 //! while background streams burst, because the NVMe controller serves the engines' queues by
 //! weighted round robin. Runs on a rev 2 device (one engine per urgency class) whose SSD model

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Prints the part of `include/directnvm_abi.h` that cbindgen cannot derive: the ioctl numbers
 //! (computed by `dnvm_ioc`) and a size check of every struct against the Rust definition, so a
 //! C compiler refuses a header that drifted from the ABI. Run by `scripts/gen-headers.sh`.

@@ -1,5 +1,5 @@
 /* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */
-/* SPDX-License-Identifier: GPL-2.0-only OR MIT */
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * DirectNVM kernel ABI: the ioctls, structs and mmap layout of /dev/directnvm and /dev/hduN,
  * and the staging-entry and register layout of the HDU (docs/hardware.md explains each number).

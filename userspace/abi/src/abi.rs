@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 // DirectNVM ABI. This file is included verbatim by the kernel modules (`include!`), by the
 // userspace crates (through `directnvm-abi`) and by the device model. Keep it free of inner
 // attributes, `use` of std/alloc, and anything that is not `core`. Every public item has a doc

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! DirectNVM shared ABI: register offsets, staging-entry layout, status words and the ioctl
 //! interface of `/dev/directnvm` and `/dev/hduN`.
 //!

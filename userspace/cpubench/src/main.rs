@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `nvmedl-cpubench`: host CPU per 4 KiB I/O on libnvmedl's software path vs io_uring, side by
 //! side in one run on the same machine (DESIGN.md §6: "submit + complete, null device").
 //!
@@ -296,21 +297,21 @@ fn pread_run() -> Result<impl FnMut(u64) -> Result<(), String>, String> {
     })
 }
 
+/// Host CPU per 4 KiB I/O: libnvmedl's submit+complete path on a null HDU vs io_uring, side
+/// by side (figures, not a test).
+#[derive(clap::Parser, Debug)]
+#[command(name = "nvmedl-cpubench", version, after_help = "Exit status: 0 every case ran, 1 a case was unavailable, 2 usage error.")]
+struct Cli {
+    /// I/Os per case and repetition.
+    #[arg(long, default_value = "1000000", value_parser = clap::value_parser!(u64).range(1..))]
+    ios: u64,
+    /// Repetitions per case; the best one is printed.
+    #[arg(long, default_value = "3", value_parser = clap::value_parser!(u32).range(1..))]
+    reps: u32,
+}
+
 fn main() -> std::process::ExitCode {
-    let mut ios = 1_000_000u64;
-    let mut reps = 3u32;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
-        let v = args.next().and_then(|v| v.parse::<u64>().ok());
-        match (a.as_str(), v) {
-            ("--ios", Some(v)) if v > 0 => ios = v,
-            ("--reps", Some(v)) if v > 0 => reps = v as u32,
-            _ => {
-                eprintln!("usage: nvmedl-cpubench [--ios N] [--reps R]");
-                return std::process::ExitCode::from(2);
-            }
-        }
-    }
+    let Cli { ios, reps } = <Cli as clap::Parser>::parse();
     println!("# host CPU per 4 KiB I/O, submit + complete, best of {reps} x {ios} I/Os (thread CPU = user + kernel)");
     println!("{:<44} {:>10} {:>10}", "case", "wall ns/IO", "CPU ns/IO");
     let mut failed = false;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * libnvmedl: DirectNVM userspace I/O (C ABI). Functions return >= 0 on success and a negative
  * code on failure (-errno or -1000..; see nvmedl_strerror). A handle is used by one thread at

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Page allocator over a core's data slice: one bit per 4 KiB page, first fit for contiguous
 //! runs. Buffers are set-up objects (allocate them before the I/O loop); the bitmap is sized
 //! once at handle creation and never grows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Backend on the kernel's character devices: `/dev/directnvm` (info, layout, claims, mmap of
 //! the carve-out regions) and `/dev/hduN` (exclusive open, mmap of the user register page).
 //! Only the control path makes system calls; see `DESIGN.md` §3 for the kernel side.

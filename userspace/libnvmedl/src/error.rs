@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Errors as values. Every fallible call returns `Result<T, Error>`; the C ABI maps each
 //! variant to a distinct negative code (`Error::code`), and `nvmedl_strerror` names it.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `Device` (one engine) and `Handle` (one claimed core): buffers, requests, the two-level
 //! queue, submit and poll.
 //!

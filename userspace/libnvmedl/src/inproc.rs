@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! In-process backend: the fakehdu device model running in this process (feature `inproc`,
 //! always on for this crate's tests).
 //!

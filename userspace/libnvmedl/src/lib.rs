@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! # libnvmedl — the DirectNVM userspace I/O library
 //!
 //! Userspace drives the DirectNVM engines directly: a request is a 24-byte entry written into

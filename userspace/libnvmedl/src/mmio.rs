@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Register accessors and the two barriers of the I/O path.
 //!
 //! Registers are aligned 64-bit volatile accesses (REQBUF must be one 64-bit store: the RTL

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The small interface between the I/O code and where the device lives.
 //!
 //! A [`Platform`] is the control path of one engine (what `/dev/directnvm` gives: info, layout,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The software level of the two-level queue: the order in which staged requests go into the
 //! next hardware batch. A `Scheduler` only orders request slot ids; the handle owns the
 //! requests. Implementations must not allocate after `reserve` (the I/O path is

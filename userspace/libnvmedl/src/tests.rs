@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Host tests against the in-process device model (fakehdu, no timing): every API call, bad
 //! inputs, device error status, timeouts.
 

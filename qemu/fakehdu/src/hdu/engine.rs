@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NAE (NVMe access engine): owns one NVMe I/O queue pair in the queue window, writes SQEs,
 //! rings the SQ tail doorbell, collects CQEs by phase tag and rings the CQ head doorbell.
 //!

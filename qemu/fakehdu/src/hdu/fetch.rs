@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Staging-queue fetch: the HDU's read master.
 //!
 //! Rev 1 reproduces the RTL burst schedule: bursts of up to 32 entries (768 bytes) from

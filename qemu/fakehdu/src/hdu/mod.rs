@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The HDU (hardware dispatch unit): the register page software writes, the batch state
 //! machine behind START/DONE, and (rev 2) the privileged page, status words and urgency
 //! routing. The registers live in guest memory; the model polls START and CTRL.

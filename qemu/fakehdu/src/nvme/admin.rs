@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Admin command set: Identify, Get/Set Features, Create/Delete I/O queues, Get Log Page,
 //! Abort, Asynchronous Event Request.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVMe command arbitration (NVMe 1.3 §4.11): round robin, or weighted round robin with an
 //! urgent priority class when CC.AMS = 001b.
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The NVMe controller: registers in the BAR window (guest memory), enable/disable/shutdown,
 //! queues and doorbells, the command fetch loop and completion posting.
 //!

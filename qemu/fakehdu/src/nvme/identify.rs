@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Identify data structures (controller CNS 01h, namespace CNS 00h, active NS list CNS 02h).
 
 use super::spec::VS_1_3;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVM command set: Read, Write, Flush (validation at fetch, data movement at completion).
 
 use super::controller::{Controller, InFlight, Work};

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVMe 1.3 controller model (registers, admin and NVM command sets, arbitration).
 
 pub mod admin;

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! PRP (physical region page) walking: turn PRP1/PRP2 of a command into guest memory segments.
 
 use super::spec::sc;

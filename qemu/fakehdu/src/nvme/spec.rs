@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! NVMe 1.3 constants and the 64-byte SQE / 16-byte CQE formats.
 
 // The numbers (register offsets, opcodes, feature ids, status codes, register bits) are the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! M/D/1/K: Poisson arrivals (rate λ), deterministic service time D, one server, at most K
 //! requests in the system (the one in service included); an arrival that finds K is blocked.
 //! This is the paper's model for choosing staging/queue depths: it gives the blocking

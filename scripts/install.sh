@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
+# Install or uninstall libnvmedl, its header and pkg-config file, the tools, their man pages and
+# the udev rule (`make install` / `make uninstall`; the kernel modules: `make modules_install`).
+#
+#   scripts/install.sh install|uninstall|files
+#
+# Environment (the Makefile passes its variables of the same names):
+#   PREFIX=/usr/local  DESTDIR=  BINDIR=$PREFIX/bin  LIBDIR=$PREFIX/lib
+#   INCLUDEDIR=$PREFIX/include  MANDIR=$PREFIX/share/man  PKGCONFIGDIR=$LIBDIR/pkgconfig
+#   UDEVRULESDIR=/etc/udev/rules.d  PROFILE=release (cargo profile: release or dev)
+#   NO_BUILD=1: install what target/ holds without running cargo.
+# `files` prints the installed paths (without DESTDIR), which is also what uninstall removes.
+set -euo pipefail
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+export PATH=$HOME/.cargo/bin:$PATH
+
+PREFIX=${PREFIX:-/usr/local}
+DESTDIR=${DESTDIR:-}
+BINDIR=${BINDIR:-$PREFIX/bin}
+LIBDIR=${LIBDIR:-$PREFIX/lib}
+INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include}
+MANDIR=${MANDIR:-$PREFIX/share/man}
+PKGCONFIGDIR=${PKGCONFIGDIR:-$LIBDIR/pkgconfig}
+UDEVRULESDIR=${UDEVRULESDIR:-/etc/udev/rules.d}
+PROFILE=${PROFILE:-release}
+case "$PROFILE" in
+  release) OUT=$TOP/target/release ;;
+  dev) OUT=$TOP/target/debug ;;
+  *) echo "install: PROFILE must be release or dev, not '$PROFILE'" >&2; exit 2 ;;
+esac
+
+# The library version from its Cargo.toml; the soname carries the major number (build.rs).
+VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$TOP/userspace/libnvmedl/Cargo.toml" | head -1)
+[ -n "$VERSION" ] || { echo "install: no version in userspace/libnvmedl/Cargo.toml" >&2; exit 1; }
+MAJOR=${VERSION%%.*}
+TOOLS=(nvmedl nvmedl-bench)
+MANDIR_BUILD=$TOP/build/man
+
+man_pages() { ls "$MANDIR_BUILD"/*.1 2>/dev/null | xargs -rn1 basename; }
+
+files() {
+  echo "$LIBDIR/libnvmedl.so.$VERSION"
+  echo "$LIBDIR/libnvmedl.so.$MAJOR"
+  echo "$LIBDIR/libnvmedl.so"
+  echo "$LIBDIR/libnvmedl.a"
+  echo "$INCLUDEDIR/libnvmedl.h"
+  echo "$PKGCONFIGDIR/libnvmedl.pc"
+  for t in "${TOOLS[@]}"; do echo "$BINDIR/$t"; done
+  echo "$UDEVRULESDIR/99-directnvm.rules"
+}
+
+build() {
+  [ "${NO_BUILD:-}" = 1 ] && return 0
+  (cd "$TOP" && cargo build --profile "$PROFILE" -q -p libnvmedl -p nvmedl-tools)
+  # Man pages from the clap definitions (nvmedl-mangen is a build tool, not installed).
+  rm -rf "$MANDIR_BUILD"
+  (cd "$TOP" && cargo run --profile "$PROFILE" -q -p nvmedl-tools --features man --bin nvmedl-mangen -- "$MANDIR_BUILD" >/dev/null)
+}
+
+install_all() {
+  build
+  for f in "$OUT/libnvmedl.so" "$OUT/libnvmedl.a" "${TOOLS[@]/#/$OUT/}"; do
+    [ -f "$f" ] || { echo "install: $f missing (build failed or NO_BUILD=1 without a build)" >&2; exit 1; }
+  done
+  [ -n "$(man_pages)" ] || { echo "install: no man pages in $MANDIR_BUILD" >&2; exit 1; }
+  local d=$DESTDIR
+  install -d "$d$BINDIR" "$d$LIBDIR" "$d$INCLUDEDIR" "$d$PKGCONFIGDIR" "$d$MANDIR/man1" "$d$UDEVRULESDIR"
+  install -m 0755 "$OUT/libnvmedl.so" "$d$LIBDIR/libnvmedl.so.$VERSION"
+  ln -sfn "libnvmedl.so.$VERSION" "$d$LIBDIR/libnvmedl.so.$MAJOR"
+  ln -sfn "libnvmedl.so.$MAJOR" "$d$LIBDIR/libnvmedl.so"
+  install -m 0644 "$OUT/libnvmedl.a" "$d$LIBDIR/libnvmedl.a"
+  install -m 0644 "$TOP/userspace/libnvmedl/include/libnvmedl.h" "$d$INCLUDEDIR/libnvmedl.h"
+  sed -e '/^#/d' -e "s|@PREFIX@|$PREFIX|; s|@LIBDIR@|$LIBDIR|; s|@INCLUDEDIR@|$INCLUDEDIR|; s|@VERSION@|$VERSION|" \
+    "$TOP/userspace/libnvmedl/libnvmedl.pc.in" > "$d$PKGCONFIGDIR/libnvmedl.pc"
+  chmod 0644 "$d$PKGCONFIGDIR/libnvmedl.pc"
+  for t in "${TOOLS[@]}"; do install -m 0755 "$OUT/$t" "$d$BINDIR/$t"; done
+  for m in $(man_pages); do install -m 0644 "$MANDIR_BUILD/$m" "$d$MANDIR/man1/$m"; done
+  install -m 0644 "$TOP/docs/petalinux/99-directnvm.rules" "$d$UDEVRULESDIR/99-directnvm.rules"
+  echo "install: libnvmedl $VERSION, ${TOOLS[*]}, $(man_pages | wc -l) man pages, udev rule -> ${d:-/}${d:+ }(PREFIX $PREFIX)"
+  if [ -z "$d" ] && command -v ldconfig >/dev/null && [ "$(id -u)" = 0 ]; then ldconfig; fi
+}
+
+uninstall_all() {
+  local d=$DESTDIR
+  files | while read -r f; do rm -f "$d$f"; done
+  # Man pages: every nvmedl*.1 this project generates (the set depends on the subcommands).
+  rm -f "$d$MANDIR"/man1/nvmedl.1 "$d$MANDIR"/man1/nvmedl-*.1
+  echo "uninstall: removed libnvmedl, ${TOOLS[*]}, man pages, udev rule from ${d:-/}${d:+ }(PREFIX $PREFIX)"
+}
+
+case "${1:-}" in
+  install) install_all ;;
+  uninstall) uninstall_all ;;
+  files) files ;;
+  *) echo "usage: scripts/install.sh install|uninstall|files" >&2; exit 2 ;;
+esac
