@@ -328,7 +328,7 @@ mod tests {
         let cfg = DepthConfig { min_depth: 4, max_depth: 16, ..DepthConfig::default() };
         let mut c = DepthController::new(cfg, 1000, 1024).unwrap();
         assert_eq!(c.limit(), 4); // first window is a probe at min_depth
-        // Far below target: wants to grow past the bound.
+                                  // Far below target: wants to grow past the bound.
         let mut sim = Sim::new(64);
         let s = sim.run(&mut c, 5_000, 64 * 50);
         assert!(s.iter().all(|d| (4..=16).contains(&d.limit)));

@@ -4,3 +4,9 @@
 
 pub mod depth;
 pub mod mdk;
+pub mod tenant;
+pub mod tiers;
+
+pub use depth::{DepthConfig, DepthController, DepthSample};
+pub use tenant::{process_stats, TenantConfig, TenantStats, TenantTable, MAX_TENANTS};
+pub use tiers::{TierConfig, TierStats, Tiered};
