@@ -759,6 +759,10 @@ impl Handle {
             t.publish(true);
         }
     }
+    /// The default tenant of requests.
+    pub fn tenant(&self) -> u32 {
+        self.tenant
+    }
     /// Set the default tenant of requests (`0 .. qos::MAX_TENANTS`).
     pub fn set_tenant(&mut self, t: u32) -> Result<()> {
         if t as usize >= MAX_TENANTS {

@@ -30,6 +30,7 @@ pub mod alloc;
 pub mod chardev;
 pub mod error;
 pub mod ffi;
+mod ffi_qos;
 pub mod handle;
 pub mod mmio;
 pub mod platform;
@@ -66,3 +67,5 @@ pub use sched::{Fifo, PriorityDeadline, SchedInfo, Scheduler};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_qos;
