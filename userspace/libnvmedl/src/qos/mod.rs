@@ -2,6 +2,7 @@
 //! depth controller (`depth`), the tiered scheduler with a starvation guard (`tiers`), tenant
 //! accounting and boosting (`tenant`), and the queueing model behind the depth advisor (`mdk`).
 
+pub mod advisor;
 pub mod depth;
 pub mod mdk;
 pub mod tenant;
