@@ -1,4 +1,5 @@
-//! `nvmedl-bench`: a small fio-like benchmark on libnvmedl.
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `nvmedl-bench`: a small fio-like benchmark on libnvmedl (command line: `bench_cli.rs`, clap).
 //!
 //! ```text
 //! nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix 70] [--bs 4096]
@@ -20,13 +21,19 @@
 //! `prctl(SYSCALL_MARK, 1)` before and `prctl(SYSCALL_MARK, 2)` after (an unknown prctl option:
 //! EINVAL, no effect), so a tracer can count the system calls of the I/O loop alone (the guest
 //! test `library: zero syscalls in the I/O loop` does).
+//!
+//! Exit status: 0 success, 1 any I/O, verify or setup error, 2 usage error.
 
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use clap::Parser;
 use nvmedl::{Buffer, Completion, Device, HandleOptions, Request};
+use nvmedl_tools::bench_cli::{BenchCli, Mode};
+use nvmedl_tools::{EXIT_FAILURE, EXIT_USAGE};
+use serde::Serialize;
 
 /// First argument of the marker `prctl` ("DNVM"; not a prctl option, so the call fails with
 /// EINVAL and does nothing).
@@ -113,15 +120,6 @@ impl Hist {
     }
 }
 
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Mode {
-    SeqRead,
-    SeqWrite,
-    RandRead,
-    RandWrite,
-    Mixed,
-}
-
 #[derive(Clone)]
 struct Opts {
     mode: Mode,
@@ -142,90 +140,28 @@ struct Opts {
     markers: bool,
 }
 
-fn parse() -> Result<Opts, String> {
-    let mut o = Opts {
-        mode: Mode::RandRead,
-        rwmix: 70,
-        bs: 4096,
-        iodepth: 32,
-        cores: vec![0],
-        priority: vec![1],
-        runtime: Some(Duration::from_secs(5)),
-        ios: None,
-        size: 8 << 20,
-        verify: false,
-        json: false,
-        device: nvmedl::chardev::DEFAULT_DEVICE.into(),
-        inproc: None,
-        yield_polls: 0,
-        batch: 1,
-        markers: false,
-    };
-    let mut it = std::env::args().skip(1);
-    let list = |s: &str| -> Result<Vec<u64>, String> { s.split(',').map(|x| num(x).ok_or(format!("bad number '{x}'"))).collect() };
-    while let Some(a) = it.next() {
-        let mut val = || it.next().ok_or(format!("{a} needs a value"));
-        match a.as_str() {
-            "--rw" => {
-                o.mode = match val()?.as_str() {
-                    "seq-read" | "read" => Mode::SeqRead,
-                    "seq-write" | "write" => Mode::SeqWrite,
-                    "rand-read" | "randread" => Mode::RandRead,
-                    "rand-write" | "randwrite" => Mode::RandWrite,
-                    "mixed" | "randrw" => Mode::Mixed,
-                    m => return Err(format!("unknown --rw {m}")),
-                }
-            }
-            "--rwmix" => o.rwmix = num(&val()?).ok_or("bad --rwmix")?.min(100) as u32,
-            "--bs" => o.bs = num(&val()?).ok_or("bad --bs")? as usize,
-            "--iodepth" => o.iodepth = num(&val()?).ok_or("bad --iodepth")? as usize,
-            "--batch" => o.batch = num(&val()?).ok_or("bad --batch")? as usize,
-            "--cores" => o.cores = list(&val()?)?.into_iter().map(|c| c as u32).collect(),
-            "--priority" => o.priority = list(&val()?)?.into_iter().map(|c| c as u16).collect(),
-            "--runtime" => {
-                o.runtime = Some(Duration::from_secs_f64(val()?.parse::<f64>().map_err(|_| "bad --runtime")?));
-                o.ios = None;
-            }
-            "--ios" => {
-                o.ios = Some(num(&val()?).ok_or("bad --ios")?);
-                o.runtime = None;
-            }
-            "--size" => o.size = num(&val()?).ok_or("bad --size")?,
-            "--verify" => o.verify = true,
-            "--json" => o.json = true,
-            "--device" => o.device = val()?,
-            "--inproc" => o.inproc = Some(num(&val()?).ok_or("bad --inproc")? as u32),
-            "--yield" => o.yield_polls = num(&val()?).ok_or("bad --yield")?.min(u64::from(u32::MAX)) as u32,
-            "--syscall-markers" => o.markers = true,
-            "-h" | "--help" => return Err(String::new()),
-            _ => return Err(format!("unknown option {a}")),
-        }
-    }
-    if o.bs == 0
-        || !o.bs.is_multiple_of(4096)
-        || o.iodepth == 0
-        || o.batch == 0
-        || o.batch > o.iodepth
-        || o.cores.is_empty()
-        || o.size < o.bs as u64
-    {
-        return Err("bs must be a non-zero multiple of 4096, iodepth >= 1, 1 <= batch <= iodepth, size >= bs".into());
-    }
-    Ok(o)
-}
-
-fn num(s: &str) -> Option<u64> {
-    let (s, mul) = match s.as_bytes().last() {
-        Some(b'k' | b'K') => (&s[..s.len() - 1], 1 << 10),
-        Some(b'm' | b'M') => (&s[..s.len() - 1], 1 << 20),
-        Some(b'g' | b'G') => (&s[..s.len() - 1], 1 << 30),
-        _ => (s, 1),
-    };
-    let v = match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok()?,
-        None => s.parse().ok()?,
-    };
-    v.checked_mul(mul)
+/// The validated command line as the jobs use it.
+fn opts(cli: &BenchCli) -> Result<Opts, String> {
+    cli.validate()?;
+    let small = |v: u64, what: &str| usize::try_from(v).map_err(|_| format!("--{what} {v} is too large"));
+    Ok(Opts {
+        mode: cli.rw,
+        rwmix: cli.rwmix.min(100) as u32,
+        bs: small(cli.bs, "bs")?,
+        iodepth: small(cli.iodepth, "iodepth")?,
+        cores: cli.cores.iter().map(|&c| c as u32).collect(),
+        priority: cli.priority.iter().map(|&p| p as u16).collect(),
+        runtime: cli.time_limit(),
+        ios: cli.ios,
+        size: cli.size,
+        verify: cli.verify,
+        json: cli.json,
+        device: cli.device.clone(),
+        inproc: cli.inproc.map(|r| r.min(u64::from(u32::MAX)) as u32),
+        yield_polls: cli.yield_polls.min(u64::from(u32::MAX)) as u32,
+        batch: small(cli.batch, "batch")?,
+        markers: cli.syscall_markers,
+    })
 }
 
 /// The verify pattern of the 8-byte word at byte `off` of the namespace.
@@ -416,6 +352,69 @@ fn open_device(o: &Opts) -> Result<Device, String> {
     }
 }
 
+/// Round to `digits` decimals (the JSON keeps the text report's precision).
+fn round(v: f64, digits: i32) -> f64 {
+    let m = 10f64.powi(digits);
+    (v * m).round() / m
+}
+
+/// Latency summary in microseconds.
+#[derive(Serialize)]
+struct LatJson {
+    mean: f64,
+    p50: f64,
+    p99: f64,
+    p999: f64,
+    stddev: f64,
+    max: f64,
+}
+
+impl LatJson {
+    fn of(h: &Hist) -> Self {
+        let us = |v: f64| round(v / 1000.0, 2);
+        LatJson {
+            mean: us(h.mean()),
+            p50: us(h.percentile(50.0) as f64),
+            p99: us(h.percentile(99.0) as f64),
+            p999: us(h.percentile(99.9) as f64),
+            stddev: us(h.stddev()),
+            max: us(h.max as f64),
+        }
+    }
+}
+
+/// One job of the `--json` report.
+#[derive(Serialize)]
+struct JobJson {
+    core: u32,
+    priority: u16,
+    reads: u64,
+    writes: u64,
+    errors: u64,
+    verify_errors: u64,
+    iops: f64,
+    mb_s: f64,
+    lat_us: LatJson,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+/// The `--json` report: one object on one line.
+#[derive(Serialize)]
+struct RunJson {
+    rw: String,
+    bs: usize,
+    iodepth: usize,
+    verify: bool,
+    seconds: f64,
+    ios: u64,
+    iops: f64,
+    mb_s: f64,
+    lat_us: LatJson,
+    ok: bool,
+    jobs: Vec<JobJson>,
+}
+
 fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
     let mut all = Hist::new();
     // A job that could not even start (claim, buffers) has no result: the run failed.
@@ -431,26 +430,44 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
     let mbs = ios as f64 * o.bs as f64 / secs / 1e6;
     let us = |v: f64| v / 1000.0;
     if o.json {
-        let jobs: Vec<String> = results
+        let jobs = results
             .iter()
             .map(|r| {
                 let s = r.elapsed.as_secs_f64().max(1e-9);
-                format!(
-                    "{{\"core\":{},\"priority\":{},\"reads\":{},\"writes\":{},\"errors\":{},\"verify_errors\":{},\"iops\":{:.1},\"mb_s\":{:.2},\"lat_us\":{{\"mean\":{:.2},\"p50\":{:.2},\"p99\":{:.2},\"p999\":{:.2},\"stddev\":{:.2},\"max\":{:.2}}}{}}}",
-                    r.core, r.priority, r.reads, r.writes, r.errors, r.verify_errors,
-                    r.hist.n as f64 / s, r.hist.n as f64 * o.bs as f64 / s / 1e6,
-                    us(r.hist.mean()), us(r.hist.percentile(50.0) as f64), us(r.hist.percentile(99.0) as f64),
-                    us(r.hist.percentile(99.9) as f64), us(r.hist.stddev()), us(r.hist.max as f64),
-                    r.first_error.as_ref().map_or(String::new(), |e| format!(",\"error\":\"{}\"", e.replace('"', "'")))
-                )
+                JobJson {
+                    core: r.core,
+                    priority: r.priority,
+                    reads: r.reads,
+                    writes: r.writes,
+                    errors: r.errors,
+                    verify_errors: r.verify_errors,
+                    iops: round(r.hist.n as f64 / s, 1),
+                    mb_s: round(r.hist.n as f64 * o.bs as f64 / s / 1e6, 2),
+                    lat_us: LatJson::of(&r.hist),
+                    error: r.first_error.clone(),
+                }
             })
             .collect();
-        println!(
-            "{{\"rw\":\"{:?}\",\"bs\":{},\"iodepth\":{},\"verify\":{},\"seconds\":{:.3},\"ios\":{},\"iops\":{:.1},\"mb_s\":{:.2},\"lat_us\":{{\"mean\":{:.2},\"p50\":{:.2},\"p99\":{:.2},\"p999\":{:.2},\"stddev\":{:.2},\"max\":{:.2}}},\"ok\":{},\"jobs\":[{}]}}",
-            o.mode, o.bs, o.iodepth, o.verify, secs, ios, iops, mbs,
-            us(all.mean()), us(all.percentile(50.0) as f64), us(all.percentile(99.0) as f64),
-            us(all.percentile(99.9) as f64), us(all.stddev()), us(all.max as f64), ok, jobs.join(",")
-        );
+        let run = RunJson {
+            rw: format!("{:?}", o.mode),
+            bs: o.bs,
+            iodepth: o.iodepth,
+            verify: o.verify,
+            seconds: round(secs, 3),
+            ios,
+            iops: round(iops, 1),
+            mb_s: round(mbs, 2),
+            lat_us: LatJson::of(&all),
+            ok,
+            jobs,
+        };
+        match serde_json::to_string(&run) {
+            Ok(line) => println!("{line}"),
+            Err(e) => {
+                eprintln!("nvmedl-bench: JSON: {e}");
+                return false;
+            }
+        }
     } else {
         println!("rw={:?} bs={} iodepth={} jobs={} verify={}", o.mode, o.bs, o.iodepth, results.len(), o.verify);
         for r in results {
@@ -484,21 +501,20 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
 }
 
 fn main() -> ExitCode {
-    let o = match parse() {
+    // Parsing never opens the device: --help, --version and usage errors work anywhere.
+    let cli = BenchCli::parse();
+    let o = match opts(&cli) {
         Ok(o) => o,
         Err(e) => {
-            if !e.is_empty() {
-                eprintln!("nvmedl-bench: {e}");
-            }
-            eprintln!("usage: nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix P] [--bs N] [--iodepth N] [--cores 0,1] [--priority P[,P..]] [--runtime S | --ios N] [--size BYTES] [--verify] [--json] [--device PATH] [--inproc REV] [--yield N] [--batch N] [--syscall-markers]");
-            return ExitCode::from(2);
+            eprintln!("nvmedl-bench: {e}");
+            return ExitCode::from(EXIT_USAGE);
         }
     };
     let dev = match open_device(&o) {
         Ok(d) => d,
         Err(e) => {
             eprintln!("nvmedl-bench: {e}");
-            return ExitCode::from(1);
+            return ExitCode::from(EXIT_FAILURE);
         }
     };
     let progress = Arc::new(AtomicU64::new(0));
@@ -545,6 +561,6 @@ fn main() -> ExitCode {
     if ok {
         ExitCode::SUCCESS
     } else {
-        ExitCode::from(1)
+        ExitCode::from(EXIT_FAILURE)
     }
 }

@@ -1,7 +1,8 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `nvmedl`: inspect and administer a DirectNVM engine, and move LBAs to and from files.
 //!
 //! ```text
-//! nvmedl [--device PATH] info | layout | identify
+//! nvmedl [--device PATH] info [--json] | layout | identify
 //! nvmedl [--device PATH] read   <core> <lba> <bytes> <file>     SSD -> file
 //! nvmedl [--device PATH] write  <core> <lba> <file>             file -> SSD (padded to 4 KiB)
 //! nvmedl [--device PATH] verify <core> <lba> <file>             compare SSD with file
@@ -9,26 +10,17 @@
 //! nvmedl [--device PATH] reset  controller                      CONTROLLER_INIT + engine queue reset
 //! nvmedl [--device PATH] arbitration <burst> <high> <medium> <low>   (weights minus one)
 //! ```
-//! Exit status: 0 success, 1 failure (verify mismatch included), 2 usage.
+//! The command line is defined in `nvmedl_cli.rs` (clap). Exit status: 0 success, 1 failure
+//! (verify mismatch included), 2 usage.
 
 use std::process::ExitCode;
 
+use clap::Parser;
 use directnvm_abi::*;
 use nvmedl::{Device, Error, Handle};
-
-fn usage() -> ExitCode {
-    eprintln!(
-        "usage: nvmedl [--device PATH] <command>\n  info | layout | identify\n  read <core> <lba> <bytes> <file>\n  write <core> <lba> <file>\n  verify <core> <lba> <file>\n  reset <core> | reset controller\n  arbitration <burst> <high> <medium> <low>"
-    );
-    ExitCode::from(2)
-}
-
-fn num(s: &str) -> Option<u64> {
-    match s.strip_prefix("0x") {
-        Some(h) => u64::from_str_radix(h, 16).ok(),
-        None => s.parse().ok(),
-    }
-}
+use nvmedl_tools::nvmedl_cli::{Command, NvmedlCli, ResetTarget};
+use nvmedl_tools::EXIT_FAILURE;
+use serde::Serialize;
 
 fn text(b: &[u8]) -> String {
     String::from_utf8_lossy(b).trim_matches(|c: char| c == ' ' || c == '\0').to_string()
@@ -63,6 +55,101 @@ fn info(dev: &Device) -> Result<(), Error> {
             Err(e) => println!("hdu{c}            {e}"),
         }
     }
+    Ok(())
+}
+
+/// `nvmedl info --json`: the engine and every HDU.
+#[derive(Serialize)]
+struct InfoJson {
+    abi_version: u32,
+    ready: bool,
+    wrr: bool,
+    cores: u32,
+    engines: u32,
+    staging_entries: u32,
+    io_queue_depth: u32,
+    capacity_lbas: u64,
+    lba_size: u32,
+    max_transfer: u32,
+    carveout_phys: u64,
+    carveout_size: u64,
+    nvme_version: String,
+    model: String,
+    serial: String,
+    firmware: String,
+    hdus: Vec<HduJson>,
+}
+
+/// One HDU of `nvmedl info --json`: its info, or the error that hid it.
+#[derive(Serialize)]
+struct HduJson {
+    core: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    revision: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    user_phys: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    engines: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_nreqs: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    max_xfer_bytes: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    start_queue: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<String>,
+}
+
+fn info_json(dev: &Device) -> Result<(), Error> {
+    let i = dev.info();
+    let hdus = (0..i.cores)
+        .map(|c| match dev.hdu_info(c) {
+            Ok(h) => {
+                let caps = HduCaps::from_reg(h.caps);
+                HduJson {
+                    core: c,
+                    revision: Some(h.revision),
+                    user_phys: Some(h.user_phys),
+                    engines: Some(h.engines),
+                    max_nreqs: Some(caps.max_nreqs),
+                    max_xfer_bytes: Some(u64::from(caps.max_xfer_pages) * 4096),
+                    start_queue: Some(caps.start_queue),
+                    error: None,
+                }
+            }
+            Err(e) => HduJson {
+                core: c,
+                revision: None,
+                user_phys: None,
+                engines: None,
+                max_nreqs: None,
+                max_xfer_bytes: None,
+                start_queue: None,
+                error: Some(e.to_string()),
+            },
+        })
+        .collect();
+    let v = i.nvme_version;
+    let out = InfoJson {
+        abi_version: i.abi_version,
+        ready: i.flags & DNVM_INFO_READY != 0,
+        wrr: i.flags & DNVM_INFO_WRR != 0,
+        cores: i.cores,
+        engines: i.engines,
+        staging_entries: i.staging_entries,
+        io_queue_depth: i.io_queue_depth,
+        capacity_lbas: i.capacity_lbas,
+        lba_size: i.lba_size,
+        max_transfer: i.max_transfer,
+        carveout_phys: i.carveout_phys,
+        carveout_size: i.carveout_size,
+        nvme_version: format!("{}.{}.{}", v >> 16, (v >> 8) & 0xff, v & 0xff),
+        model: text(&i.model),
+        serial: text(&i.serial),
+        firmware: text(&i.firmware),
+        hdus,
+    };
+    println!("{}", serde_json::to_string_pretty(&out).map_err(|_| Error::InvalidArgument)?);
     Ok(())
 }
 
@@ -126,21 +213,20 @@ fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool) -> Result<()
     h.buf_free(buf)
 }
 
-fn run(args: &[String]) -> Result<ExitCode, Error> {
-    let mut args = args.to_vec();
-    let mut path = nvmedl::chardev::DEFAULT_DEVICE.to_string();
-    if args.first().map(String::as_str) == Some("--device") && args.len() > 1 {
-        path = args[1].clone();
-        args.drain(..2);
-    }
-    let Some(cmd) = args.first().cloned() else { return Ok(usage()) };
-    let dev = Device::open_path(&path)?;
-    let n = |i: usize| args.get(i).and_then(|s| num(s));
-    match (cmd.as_str(), args.len()) {
-        ("info", 1) => info(&dev)?,
-        ("layout", 1) => layout(&dev)?,
-        ("identify", 1) => identify(&dev)?,
-        ("reset", 2) if args[1] == "controller" => {
+fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
+    let dev = match Device::open_path(&cli.device) {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("nvmedl: {}: {e} (is the directnvm module loaded? --device PATH names another node)", cli.device);
+            return Ok(ExitCode::from(EXIT_FAILURE));
+        }
+    };
+    match cli.command {
+        Command::Info { json: false } => info(&dev)?,
+        Command::Info { json: true } => info_json(&dev)?,
+        Command::Layout => layout(&dev)?,
+        Command::Identify => identify(&dev)?,
+        Command::Reset { target: ResetTarget::Controller } => {
             if let Err(e) = dev.controller_init() {
                 match e {
                     Error::Revision => eprintln!("nvmedl: rev 1 engines keep their NVMe queue pointers once a core was used; re-creating the queues needs a power cycle"),
@@ -151,44 +237,51 @@ fn run(args: &[String]) -> Result<ExitCode, Error> {
             }
             println!("controller: re-initialised (I/O queues re-created, engines' queue pointers reset)");
         }
-        ("reset", 2) => {
-            let Some(core) = n(1) else { return Ok(usage()) };
-            dev.reset_hdu(core as u32)?;
+        Command::Reset { target: ResetTarget::Core(core) } => {
+            dev.reset_hdu(core_u32(core)?)?;
             println!("hdu{core}: reset");
         }
-        ("arbitration", 5) => {
-            let (Some(burst), Some(high), Some(medium), Some(low)) = (n(1), n(2), n(3), n(4)) else { return Ok(usage()) };
-            dev.set_arbitration(DnvmArbitration { burst: burst as u32, high: high as u32, medium: medium as u32, low: low as u32 })?;
+        Command::Arbitration { burst, high, medium, low } => {
+            let w = |v: u64| u32::try_from(v).map_err(|_| Error::InvalidArgument);
+            dev.set_arbitration(DnvmArbitration { burst: w(burst)?, high: w(high)?, medium: w(medium)?, low: w(low)? })?;
             println!("arbitration: burst {burst} high {high} medium {medium} low {low}");
         }
-        ("read", 5) => {
-            let (Some(core), Some(lba), Some(bytes)) = (n(1), n(2), n(3)) else { return Ok(usage()) };
-            let mut h = dev.handle(core as u32)?;
-            let mut data = vec![0u8; bytes as usize];
+        Command::Read { core, lba, bytes, file } => {
+            let mut h = dev.handle(core_u32(core)?)?;
+            let mut data = vec![0u8; usize::try_from(bytes).map_err(|_| Error::InvalidArgument)?];
             transfer(&mut h, lba, &mut data, false)?;
-            std::fs::write(&args[4], &data).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc_eio())))?;
-            println!("read {bytes} bytes at LBA {lba} to {}", args[4]);
+            std::fs::write(&file, &data).map_err(|e| os_error(&file, e))?;
+            println!("read {bytes} bytes at LBA {lba} to {file}");
         }
-        ("write", 4) | ("verify", 4) => {
-            let (Some(core), Some(lba)) = (n(1), n(2)) else { return Ok(usage()) };
-            let mut data = std::fs::read(&args[3]).map_err(|e| Error::Os(e.raw_os_error().unwrap_or(libc_eio())))?;
-            let mut h = dev.handle(core as u32)?;
-            if cmd == "write" {
-                transfer(&mut h, lba, &mut data, true)?;
-                println!("wrote {} bytes at LBA {lba} from {}", data.len(), args[3]);
-            } else {
-                let mut disk = vec![0u8; data.len()];
-                transfer(&mut h, lba, &mut disk, false)?;
-                if let Some(i) = disk.iter().zip(&data).position(|(a, b)| a != b) {
-                    println!("verify: MISMATCH at byte {i} (LBA {})", lba + (i / 512) as u64);
-                    return Ok(ExitCode::from(1));
-                }
-                println!("verify: {} bytes at LBA {lba} match {}", data.len(), args[3]);
+        Command::Write { core, lba, file } => {
+            let mut data = std::fs::read(&file).map_err(|e| os_error(&file, e))?;
+            let mut h = dev.handle(core_u32(core)?)?;
+            transfer(&mut h, lba, &mut data, true)?;
+            println!("wrote {} bytes at LBA {lba} from {file}", data.len());
+        }
+        Command::Verify { core, lba, file } => {
+            let data = std::fs::read(&file).map_err(|e| os_error(&file, e))?;
+            let mut h = dev.handle(core_u32(core)?)?;
+            let mut disk = vec![0u8; data.len()];
+            transfer(&mut h, lba, &mut disk, false)?;
+            if let Some(i) = disk.iter().zip(&data).position(|(a, b)| a != b) {
+                println!("verify: MISMATCH at byte {i} (LBA {})", lba + (i / 512) as u64);
+                return Ok(ExitCode::from(EXIT_FAILURE));
             }
+            println!("verify: {} bytes at LBA {lba} match {file}", data.len());
         }
-        _ => return Ok(usage()),
     }
     Ok(ExitCode::SUCCESS)
+}
+
+fn core_u32(core: u64) -> Result<u32, Error> {
+    u32::try_from(core).map_err(|_| Error::InvalidArgument)
+}
+
+/// A file error: say which file, keep the errno for the exit path.
+fn os_error(file: &str, e: std::io::Error) -> Error {
+    eprintln!("nvmedl: {file}: {e}");
+    Error::Os(e.raw_os_error().unwrap_or(libc_eio()))
 }
 
 fn libc_eio() -> i32 {
@@ -196,12 +289,13 @@ fn libc_eio() -> i32 {
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    match run(&args) {
+    // Parsing never opens the device: --help, --version and usage errors work anywhere.
+    let cli = NvmedlCli::parse();
+    match run(cli) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("nvmedl: {e}");
-            ExitCode::from(1)
+            ExitCode::from(EXIT_FAILURE)
         }
     }
 }

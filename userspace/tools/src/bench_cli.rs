@@ -1,0 +1,187 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `nvmedl-bench`'s command line.
+
+use std::time::Duration;
+
+use clap::{Parser, ValueEnum};
+
+use crate::parse_size;
+
+/// The I/O pattern of every job.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum Mode {
+    /// Sequential 4 KiB-aligned reads.
+    #[value(name = "seq-read", alias = "read")]
+    SeqRead,
+    /// Sequential writes.
+    #[value(name = "seq-write", alias = "write")]
+    SeqWrite,
+    /// Uniformly random reads.
+    #[value(name = "rand-read", alias = "randread")]
+    RandRead,
+    /// Uniformly random writes.
+    #[value(name = "rand-write", alias = "randwrite")]
+    RandWrite,
+    /// Random reads and writes, `--rwmix` percent reads.
+    #[value(name = "mixed", alias = "randrw")]
+    Mixed,
+}
+
+/// A small fio-like benchmark on libnvmedl: one job (one thread, one handle) per core.
+///
+/// Latency is submit to completion, recorded into a log-linear histogram (64 sub-buckets per
+/// power of two, at most 1.6% error). Sizes take k/m/g suffixes (powers of 1024) and 0x-hex.
+/// Long runs print a progress line on standard error once a second.
+#[derive(Parser, Debug, Clone)]
+#[command(name = "nvmedl-bench", version, after_help = crate::EXIT_STATUS_HELP)]
+pub struct BenchCli {
+    /// I/O pattern.
+    #[arg(long, value_enum, default_value = "rand-read")]
+    pub rw: Mode,
+    /// Percentage of reads in `--rw mixed` (values above 100 count as 100).
+    #[arg(long, default_value = "70", value_parser = parse_size, value_name = "PERCENT")]
+    pub rwmix: u64,
+    /// Block size of every I/O: a non-zero multiple of 4096.
+    #[arg(long, default_value = "4096", value_parser = parse_size, value_name = "BYTES")]
+    pub bs: u64,
+    /// Requests in flight per job.
+    #[arg(long, default_value = "32", value_parser = parse_size, value_name = "N")]
+    pub iodepth: u64,
+    /// Cores to run one job on each (comma-separated).
+    #[arg(long, default_value = "0", value_delimiter = ',', value_parser = parse_size, value_name = "CORE[,CORE..]")]
+    pub cores: Vec<u64>,
+    /// Urgency class of each job's requests, one per core in `--cores` order; the last one
+    /// repeats for the remaining cores.
+    #[arg(long, default_value = "1", value_delimiter = ',', value_parser = parse_size, value_name = "P[,P..]")]
+    pub priority: Vec<u64>,
+    /// Seconds of I/O per job (fractions allowed). The last of `--runtime`/`--ios` given wins.
+    #[arg(long, default_value = "5", value_name = "SECONDS", overrides_with = "ios")]
+    pub runtime: f64,
+    /// Stop after N I/Os per job instead of after `--runtime`.
+    #[arg(long, value_parser = parse_size, value_name = "N", overrides_with = "runtime")]
+    pub ios: Option<u64>,
+    /// Bytes of the namespace per job (job i uses the i-th range of this size).
+    #[arg(long, default_value = "8M", value_parser = parse_size, value_name = "BYTES")]
+    pub size: u64,
+    /// Write an LBA-dependent pattern (pre-filling the range for read and mixed jobs) and check
+    /// every byte read.
+    #[arg(long)]
+    pub verify: bool,
+    /// Print one JSON object (run totals and a `jobs` array) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The engine's character device.
+    #[arg(long, value_name = "PATH", default_value = nvmedl::chardev::DEFAULT_DEVICE)]
+    pub device: String,
+    /// Run against the in-process device model of this HDU revision (host builds with the
+    /// `inproc` feature only).
+    #[arg(long, value_parser = parse_size, value_name = "REV")]
+    pub inproc: Option<u64>,
+    /// Set the library's `yield_spins` and call sched_yield after N empty polls in a row
+    /// (0: pure polling, no system call).
+    #[arg(long = "yield", default_value = "0", value_parser = parse_size, value_name = "N")]
+    pub yield_polls: u64,
+    /// Start a batch once N requests are staged (the library's `batch`; 1 <= N <= iodepth).
+    #[arg(long, default_value = "1", value_parser = parse_size, value_name = "N")]
+    pub batch: u64,
+    /// Bracket each job's timed I/O loop with prctl(0x444e564d, 1) and prctl(0x444e564d, 2)
+    /// (EINVAL, no effect) so a tracer can count the loop's system calls.
+    #[arg(long)]
+    pub syscall_markers: bool,
+}
+
+impl BenchCli {
+    /// Check the combinations clap cannot express.
+    pub fn validate(&self) -> Result<(), String> {
+        if self.bs == 0 || !self.bs.is_multiple_of(4096) {
+            return Err(format!("--bs {} is not a non-zero multiple of 4096", self.bs));
+        }
+        if self.iodepth == 0 || self.batch == 0 || self.batch > self.iodepth {
+            return Err(format!("need 1 <= --batch ({}) <= --iodepth ({})", self.batch, self.iodepth));
+        }
+        if self.size < self.bs {
+            return Err(format!("--size {} is smaller than --bs {}", self.size, self.bs));
+        }
+        if self.cores.is_empty() || self.priority.is_empty() {
+            return Err("--cores and --priority need at least one value".into());
+        }
+        if self.cores.iter().any(|&c| c > u64::from(u32::MAX)) || self.priority.iter().any(|&p| p > u64::from(u16::MAX)) {
+            return Err("a core or priority is out of range".into());
+        }
+        if !(self.runtime.is_finite() && self.runtime >= 0.0) {
+            return Err(format!("--runtime {} is not a number of seconds", self.runtime));
+        }
+        Ok(())
+    }
+
+    /// The time limit, unless `--ios` replaces it.
+    pub fn time_limit(&self) -> Option<Duration> {
+        match self.ios {
+            Some(_) => None,
+            None => Some(Duration::from_secs_f64(self.runtime)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    fn parse(line: &str) -> Result<BenchCli, clap::Error> {
+        BenchCli::try_parse_from(std::iter::once("nvmedl-bench").chain(line.split_whitespace()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        BenchCli::command().debug_assert();
+    }
+
+    #[test]
+    fn defaults() {
+        let o = parse("").unwrap();
+        assert_eq!((o.rw, o.rwmix, o.bs, o.iodepth, o.size, o.batch, o.yield_polls), (Mode::RandRead, 70, 4096, 32, 8 << 20, 1, 0));
+        assert_eq!((o.cores.clone(), o.priority.clone()), (vec![0], vec![1]));
+        assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
+        assert!(!o.verify && !o.json && !o.syscall_markers && o.inproc.is_none());
+        assert!(o.validate().is_ok());
+    }
+
+    #[test]
+    fn the_command_lines_the_guest_suite_and_demo_use() {
+        let o = parse("--rw mixed --cores 2 --iodepth 32 --ios 3000 --size 4M --verify --json").unwrap();
+        assert_eq!((o.rw, o.cores.clone(), o.ios, o.size, o.verify, o.json), (Mode::Mixed, vec![2], Some(3000), 4 << 20, true, true));
+        assert_eq!(o.time_limit(), None);
+        let o = parse("--rw seq-read --cores 0,1,2,3 --bs 128k --iodepth 64 --size 16M --batch 16 --runtime 5").unwrap();
+        assert_eq!((o.rw, o.cores.clone(), o.bs, o.iodepth, o.batch), (Mode::SeqRead, vec![0, 1, 2, 3], 128 << 10, 64, 16));
+        assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
+        let o = parse("--rw rand-read --cores 0 --iodepth 32 --size 8M --ios 100000 --syscall-markers --yield 64").unwrap();
+        assert!(o.syscall_markers);
+        assert_eq!((o.ios, o.yield_polls), (Some(100000), 64));
+        let o = parse("--rw rand-read --cores 0 --iodepth 32 --runtime 1").unwrap();
+        assert_eq!(o.time_limit(), Some(Duration::from_secs(1)));
+        let o = parse("--priority 0,3 --cores 0,1 --inproc 2 --device /dev/d --rw randwrite").unwrap();
+        assert_eq!((o.priority.clone(), o.inproc, o.device.as_str(), o.rw), (vec![0, 3], Some(2), "/dev/d", Mode::RandWrite));
+        assert_eq!(parse("--runtime 0.5").unwrap().time_limit(), Some(Duration::from_millis(500)));
+    }
+
+    #[test]
+    fn last_of_runtime_and_ios_wins() {
+        assert_eq!(parse("--runtime 2 --ios 10").unwrap().time_limit(), None);
+        let o = parse("--ios 10 --runtime 2").unwrap();
+        assert_eq!((o.ios, o.time_limit()), (None, Some(Duration::from_secs(2))));
+    }
+
+    #[test]
+    fn bad_values_are_rejected() {
+        for bad in ["--rw sideways", "--bs x", "--cores 0,a", "--frob", "--runtime", "--iodepth -1"] {
+            assert_eq!(parse(bad).expect_err(bad).exit_code(), crate::EXIT_USAGE as i32, "{bad}");
+        }
+        for bad in ["--bs 1000", "--bs 0", "--iodepth 0", "--batch 33", "--size 1k", "--priority 70000", "--runtime=-1", "--runtime nan"] {
+            assert!(parse(bad).unwrap().validate().is_err(), "{bad}");
+        }
+        for ok in ["--help", "--version", "-h", "-V"] {
+            assert_eq!(parse(ok).expect_err(ok).exit_code(), 0, "{ok}");
+        }
+    }
+}

@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! `nvmedl`'s command line.
+
+use clap::{Parser, Subcommand};
+
+use crate::parse_num;
+
+/// Inspect and administer a DirectNVM engine, and move LBAs between the SSD and files.
+#[derive(Parser, Debug)]
+#[command(name = "nvmedl", version, after_help = crate::EXIT_STATUS_HELP)]
+pub struct NvmedlCli {
+    /// The engine's character device.
+    #[arg(long, short = 'd', global = true, value_name = "PATH", default_value = nvmedl::chardev::DEFAULT_DEVICE)]
+    pub device: String,
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// `nvmedl`'s subcommands. Numbers are decimal or 0x-hex; LBAs are 512-byte units.
+#[derive(Subcommand, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Engine, namespace and per-HDU information.
+    Info {
+        /// Print one JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// The carve-out layout: every region's kind, core, mmap offset, physical address, size, caching.
+    Layout,
+    /// The controller's identify data (model, serial, firmware, NVMe version, arbitration).
+    Identify,
+    /// Read BYTES from the SSD at LBA through CORE into FILE.
+    Read {
+        /// Core (HDU) whose staging queue and data slice carry the I/O.
+        #[arg(value_parser = parse_num)]
+        core: u64,
+        /// First LBA (512-byte units).
+        #[arg(value_parser = parse_num)]
+        lba: u64,
+        /// Number of bytes to read.
+        #[arg(value_parser = parse_num)]
+        bytes: u64,
+        /// Output file (created or truncated).
+        file: String,
+    },
+    /// Write FILE to the SSD at LBA through CORE (the last block is padded with zeros to 4 KiB).
+    Write {
+        /// Core (HDU) whose staging queue and data slice carry the I/O.
+        #[arg(value_parser = parse_num)]
+        core: u64,
+        /// First LBA (512-byte units).
+        #[arg(value_parser = parse_num)]
+        lba: u64,
+        /// Input file.
+        file: String,
+    },
+    /// Compare the SSD at LBA with FILE (exit status 1 on a mismatch).
+    Verify {
+        /// Core (HDU) whose staging queue and data slice carry the I/O.
+        #[arg(value_parser = parse_num)]
+        core: u64,
+        /// First LBA (512-byte units).
+        #[arg(value_parser = parse_num)]
+        lba: u64,
+        /// File holding the expected data.
+        file: String,
+    },
+    /// Reset one HDU's engine (`reset CORE`, rev 2) or re-initialise the NVMe controller and every engine's queues (`reset controller`).
+    Reset {
+        /// A core number, or the word `controller`.
+        #[arg(value_name = "CORE|controller", value_parser = parse_reset_target)]
+        target: ResetTarget,
+    },
+    /// Set the NVMe weighted round robin arbitration: burst (log2) and the high/medium/low weights minus one.
+    Arbitration {
+        /// Arbitration burst, log2 of the number of commands.
+        #[arg(value_parser = parse_num)]
+        burst: u64,
+        /// High-priority weight minus one.
+        #[arg(value_parser = parse_num)]
+        high: u64,
+        /// Medium-priority weight minus one.
+        #[arg(value_parser = parse_num)]
+        medium: u64,
+        /// Low-priority weight minus one.
+        #[arg(value_parser = parse_num)]
+        low: u64,
+    },
+}
+
+/// What `nvmedl reset` resets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ResetTarget {
+    /// One HDU's engine.
+    Core(u64),
+    /// The controller and every engine's queue pointers.
+    Controller,
+}
+
+fn parse_reset_target(s: &str) -> Result<ResetTarget, String> {
+    if s == "controller" {
+        Ok(ResetTarget::Controller)
+    } else {
+        parse_num(s).map(ResetTarget::Core).map_err(|e| format!("{e}; expected a core number or `controller`"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{CommandFactory, Parser};
+
+    fn parse(args: &[&str]) -> Result<NvmedlCli, clap::Error> {
+        NvmedlCli::try_parse_from(std::iter::once("nvmedl").chain(args.iter().copied()))
+    }
+
+    #[test]
+    fn definition_is_consistent() {
+        NvmedlCli::command().debug_assert();
+    }
+
+    #[test]
+    fn the_command_lines_the_guest_suite_and_demo_use() {
+        assert_eq!(parse(&["info"]).unwrap().command, Command::Info { json: false });
+        assert_eq!(parse(&["info", "--json"]).unwrap().command, Command::Info { json: true });
+        assert_eq!(parse(&["layout"]).unwrap().command, Command::Layout);
+        assert_eq!(parse(&["identify"]).unwrap().command, Command::Identify);
+        assert_eq!(
+            parse(&["read", "1", "65536", "135168", "/tmp/o"]).unwrap().command,
+            Command::Read { core: 1, lba: 65536, bytes: 135168, file: "/tmp/o".into() }
+        );
+        assert_eq!(parse(&["write", "0", "0x10", "/tmp/i"]).unwrap().command, Command::Write { core: 0, lba: 16, file: "/tmp/i".into() });
+        assert_eq!(parse(&["verify", "1", "65544", "f"]).unwrap().command, Command::Verify { core: 1, lba: 65544, file: "f".into() });
+        assert_eq!(parse(&["reset", "controller"]).unwrap().command, Command::Reset { target: ResetTarget::Controller });
+        assert_eq!(parse(&["reset", "3"]).unwrap().command, Command::Reset { target: ResetTarget::Core(3) });
+        assert_eq!(
+            parse(&["arbitration", "3", "127", "7", "0"]).unwrap().command,
+            Command::Arbitration { burst: 3, high: 127, medium: 7, low: 0 }
+        );
+        // --device before (the old form) or after the subcommand.
+        assert_eq!(parse(&["--device", "/dev/x", "info"]).unwrap().device, "/dev/x");
+        assert_eq!(parse(&["info", "--device", "/dev/y"]).unwrap().device, "/dev/y");
+        assert_eq!(parse(&["info"]).unwrap().device, nvmedl::chardev::DEFAULT_DEVICE);
+    }
+
+    #[test]
+    fn usage_errors_exit_2_and_help_exits_0() {
+        for bad in [&[][..], &["frobnicate"], &["read", "1", "2"], &["reset", "x"], &["write", "a", "0", "f"], &["info", "extra"]] {
+            let e = parse(bad).expect_err("must be rejected");
+            assert_eq!(e.exit_code(), crate::EXIT_USAGE as i32, "{bad:?}");
+        }
+        for ok in [&["--help"][..], &["--version"], &["read", "--help"], &["help"]] {
+            let e = parse(ok).expect_err("help/version are reported as an early exit");
+            assert_eq!(e.exit_code(), 0, "{ok:?}");
+        }
+    }
+}
