@@ -362,7 +362,7 @@ fn open_device(o: &Opts) -> Result<Device, String> {
             Device::from_platform(ip).map_err(|e| e.to_string())
         }
         #[cfg(not(feature = "inproc"))]
-        Some(_) => Err("built without the inproc feature".into()),
+        Some(_) => Err(format!("built without the inproc feature (--inproc-timing {:?} needs it too)", o.inproc_timing)),
         None => Device::open_path(&o.device).map_err(|e| format!("{}: {e}", o.device)),
     }
 }
