@@ -115,9 +115,68 @@
 #define NVMEDL_TIMEOUT_US_MAX 3600000000
 
 /*
+ Tenant ids are `0 .. MAX_TENANTS`.
+ */
+#define NVMEDL_MAX_TENANTS 16
+
+/*
  Opaque per-core handle (`nvmedl_create_handle`).
  */
 typedef struct nvmedl_handle nvmedl_handle;
+
+/*
+ Accounting of one tenant (`nvmedl_tenant_stats`).
+ */
+typedef struct nvmedl_tenant_info {
+  /*
+   Tenant id.
+   */
+  uint32_t tenant;
+  /*
+   Reserved, 0.
+   */
+  uint32_t reserved;
+  /*
+   Completed requests.
+   */
+  uint64_t ios;
+  /*
+   Bytes moved.
+   */
+  uint64_t bytes;
+  /*
+   Latency percentiles, submit to completion, nanoseconds.
+   */
+  uint64_t p50_ns;
+  /*
+   99th percentile.
+   */
+  uint64_t p99_ns;
+  /*
+   99.9th percentile.
+   */
+  uint64_t p999_ns;
+  /*
+   Largest latency.
+   */
+  uint64_t max_ns;
+  /*
+   Share in parts per million: of the last window (handle) or of all bytes (process).
+   */
+  uint32_t share_ppm;
+  /*
+   Target share in parts per million (0 = none; process totals: 0).
+   */
+  uint32_t target_ppm;
+  /*
+   Boost factor in thousandths (1000 = none).
+   */
+  uint32_t boost_milli;
+  /*
+   Reserved, 0.
+   */
+  uint32_t reserved2;
+} nvmedl_tenant_info;
 
 /*
  One finished request (`nvmedl_poll_completions`).
@@ -193,10 +252,53 @@ void nvmedl_destroy_handle(struct nvmedl_handle *h);
  - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
  - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
 
+ QoS keys (docs/qos.md):
+ * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
+   "target_delay_us" (1..=1000000, default 50), "min_depth" (1..=1024, default 1),
+   "depth_window" (completions per decision, 8..=65536, default 64);
+ * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
+   nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
+   (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,
+   ..=10000000, default 2000), "tier_guard_batch" (1..=1024, default 8); tier keys apply at
+   once when the tiered scheduler is in use (same busy rule);
+ * tenants: "tenant" (tenant of the following requests, 0..=15), "tenants" (accounting 0
+   off, 1 on; turning it on starts fresh counters), "tenant_window" (completions per
+   window, 16..=65536, default 256), "tenant_max_boost" (1..=30, default 4); the window and
+   boost keys restart the accounting when it is on.
+
  # Safety
  `h` is a live handle; `param` a NUL-terminated string.
  */
 int nvmedl_set_handle(struct nvmedl_handle *h, const char *param, uint64_t value);
+
+/*
+ Read a handle option: "iodepth" (the limit in force now, adaptive or fixed), "adaptive",
+ "scheduler", "tenant", "tenants", "depth_windows" (decisions of the depth controller so
+ far). The value (≥ 0) or a negative code.
+
+ # Safety
+ `h` is a live handle; `param` a NUL-terminated string.
+ */
+int64_t nvmedl_get_handle(struct nvmedl_handle *h, const char *param);
+
+/*
+ Set the target share of `tenant` (0..=15) in parts per million (0..=1000000; 0 = none).
+ Tenant accounting must be on ("tenants" = 1). 0 or a negative code.
+
+ # Safety
+ `h` is a live handle.
+ */
+int nvmedl_set_tenant_target(struct nvmedl_handle *h, uint32_t tenant, uint32_t share_ppm);
+
+/*
+ Accounting of `tenant` (0..=15) into `out`: of handle `h`, or with `h` NULL the process
+ totals over every handle (each publishes once per window and when destroyed). 0 or a
+ negative code (accounting off on `h`: the not-ready code).
+
+ # Safety
+ `h` is NULL or a live handle; `out` points to writable memory for one struct.
+ */
+int nvmedl_tenant_stats(struct nvmedl_handle *h, uint32_t tenant, struct nvmedl_tenant_info *out);
 
 /*
  Queue a read of `len` bytes (multiple of 4096) at `lba` (512-byte units, multiple of 8)

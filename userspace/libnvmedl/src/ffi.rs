@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use crate::error::Error;
 use crate::handle::{Completion, Device, HandleOptions, Op};
+use crate::qos::{TenantStats, TierConfig};
 use crate::Handle;
 
 /// Urgency class 0 (`nvmedl_set_handle(h, "priority", NVMEDL_PRIO_URGENT)`): served first by
@@ -36,8 +37,69 @@ pub const NVMEDL_TIMEOUT_US_MAX: u64 = 3_600_000_000;
 
 /// Opaque per-core handle (`nvmedl_create_handle`).
 pub struct NvmedlHandle {
-    h: Handle,
-    done: Vec<Completion>,
+    pub(crate) h: Handle,
+    pub(crate) done: Vec<Completion>,
+    /// "scheduler" key: 0 FIFO, 1 priority/deadline, 2 tiered.
+    pub(crate) sched: u64,
+    /// Settings of the tiered scheduler ("tier_*" keys).
+    pub(crate) tiers: TierConfig,
+}
+
+impl NvmedlHandle {
+    /// A C handle around `h` with room for `cap` completions per poll, FIFO scheduler.
+    pub(crate) fn new(h: Handle, cap: usize) -> Self {
+        NvmedlHandle { h, done: vec![Completion { tag: 0, result: Ok(()) }; cap], sched: 0, tiers: TierConfig::default() }
+    }
+}
+
+/// Accounting of one tenant (`nvmedl_tenant_stats`).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NvmedlTenantInfo {
+    /// Tenant id.
+    pub tenant: u32,
+    /// Reserved, 0.
+    pub reserved: u32,
+    /// Completed requests.
+    pub ios: u64,
+    /// Bytes moved.
+    pub bytes: u64,
+    /// Latency percentiles, submit to completion, nanoseconds.
+    pub p50_ns: u64,
+    /// 99th percentile.
+    pub p99_ns: u64,
+    /// 99.9th percentile.
+    pub p999_ns: u64,
+    /// Largest latency.
+    pub max_ns: u64,
+    /// Share in parts per million: of the last window (handle) or of all bytes (process).
+    pub share_ppm: u32,
+    /// Target share in parts per million (0 = none; process totals: 0).
+    pub target_ppm: u32,
+    /// Boost factor in thousandths (1000 = none).
+    pub boost_milli: u32,
+    /// Reserved, 0.
+    pub reserved2: u32,
+}
+
+impl From<TenantStats> for NvmedlTenantInfo {
+    fn from(s: TenantStats) -> Self {
+        let ppm = |f: f64| (f * 1e6).round().clamp(0.0, 1e6) as u32;
+        NvmedlTenantInfo {
+            tenant: s.tenant,
+            reserved: 0,
+            ios: s.ios,
+            bytes: s.bytes,
+            p50_ns: s.p50_ns,
+            p99_ns: s.p99_ns,
+            p999_ns: s.p999_ns,
+            max_ns: s.max_ns,
+            share_ppm: ppm(s.share),
+            target_ppm: ppm(s.target),
+            boost_milli: (s.boost * 1000.0).round().clamp(0.0, u32::MAX as f64) as u32,
+            reserved2: 0,
+        }
+    }
 }
 
 /// One finished request (`nvmedl_poll_completions`).
@@ -149,7 +211,7 @@ pub extern "C" fn nvmedl_create_handle(cpu: c_int) -> *mut NvmedlHandle {
             let opts = HandleOptions::default();
             let cap = opts.capacity;
             let h = d.handle_with(core, opts)?;
-            Ok(Box::into_raw(Box::new(NvmedlHandle { h, done: vec![Completion { tag: 0, result: Ok(()) }; cap] })))
+            Ok(Box::into_raw(Box::new(NvmedlHandle::new(h, cap))))
         });
         r.unwrap_or_else(|e| {
             set_last(e.code());
@@ -194,6 +256,20 @@ fn with<T: Copy>(h: *mut NvmedlHandle, fail: T, f: impl FnOnce(&mut NvmedlHandle
 /// - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
 /// - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
 ///
+/// QoS keys (docs/qos.md):
+/// * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
+///   "target_delay_us" (1..=1000000, default 50), "min_depth" (1..=1024, default 1),
+///   "depth_window" (completions per decision, 8..=65536, default 64);
+/// * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
+///   nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
+///   (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,
+///   ..=10000000, default 2000), "tier_guard_batch" (1..=1024, default 8); tier keys apply at
+///   once when the tiered scheduler is in use (same busy rule);
+/// * tenants: "tenant" (tenant of the following requests, 0..=15), "tenants" (accounting 0
+///   off, 1 on; turning it on starts fresh counters), "tenant_window" (completions per
+///   window, 16..=65536, default 256), "tenant_max_boost" (1..=30, default 4); the window and
+///   boost keys restart the accounting when it is on.
+///
 /// # Safety
 /// `h` is a live handle; `param` a NUL-terminated string.
 #[no_mangle]
@@ -213,9 +289,77 @@ pub unsafe extern "C" fn nvmedl_set_handle(h: *mut NvmedlHandle, param: *const c
                 Ok(())
             }
             b"yield" => u32::try_from(value).map_err(|_| Error::InvalidArgument).map(|n| h.h.set_yield_spins(n)),
-            _ => Err(Error::InvalidArgument),
+            _ => crate::ffi_qos::set(h, name, value),
         };
         code(r)
+    })
+}
+
+/// Read a handle option: "iodepth" (the limit in force now, adaptive or fixed), "adaptive",
+/// "scheduler", "tenant", "tenants", "depth_windows" (decisions of the depth controller so
+/// far). The value (≥ 0) or a negative code.
+///
+/// # Safety
+/// `h` is a live handle; `param` a NUL-terminated string.
+#[no_mangle]
+pub unsafe extern "C" fn nvmedl_get_handle(h: *mut NvmedlHandle, param: *const c_char) -> i64 {
+    if param.is_null() {
+        return i64::from(Error::InvalidArgument.code());
+    }
+    // SAFETY: per the contract, a NUL-terminated string.
+    let name = unsafe { CStr::from_ptr(param) }.to_bytes();
+    with(h, i64::from(Error::InvalidArgument.code()), |h| match crate::ffi_qos::get(h, name) {
+        Ok(v) => v.min(i64::MAX as u64) as i64,
+        Err(e) => {
+            set_last(e.code());
+            i64::from(e.code())
+        }
+    })
+}
+
+/// Set the target share of `tenant` (0..=15) in parts per million (0..=1000000; 0 = none).
+/// Tenant accounting must be on ("tenants" = 1). 0 or a negative code.
+///
+/// # Safety
+/// `h` is a live handle.
+#[no_mangle]
+pub unsafe extern "C" fn nvmedl_set_tenant_target(h: *mut NvmedlHandle, tenant: u32, share_ppm: u32) -> c_int {
+    with(h, Error::InvalidArgument.code(), |h| {
+        let r = if share_ppm > 1_000_000 { Err(Error::InvalidArgument) } else { h.h.set_tenant_target(tenant, f64::from(share_ppm) / 1e6) };
+        code(r)
+    })
+}
+
+/// Accounting of `tenant` (0..=15) into `out`: of handle `h`, or with `h` NULL the process
+/// totals over every handle (each publishes once per window and when destroyed). 0 or a
+/// negative code (accounting off on `h`: the not-ready code).
+///
+/// # Safety
+/// `h` is NULL or a live handle; `out` points to writable memory for one struct.
+#[no_mangle]
+pub unsafe extern "C" fn nvmedl_tenant_stats(h: *mut NvmedlHandle, tenant: u32, out: *mut NvmedlTenantInfo) -> c_int {
+    if out.is_null() {
+        return Error::InvalidArgument.code();
+    }
+    let put = |s: TenantStats| {
+        // SAFETY: `out` is non-null and writable per the contract.
+        unsafe { out.write(s.into()) };
+        0
+    };
+    if h.is_null() {
+        return guard(Error::Internal.code(), || match crate::qos::process_stats(tenant) {
+            Some(s) => put(s),
+            None => code(Err(Error::InvalidArgument)),
+        });
+    }
+    with(h, Error::InvalidArgument.code(), |h| {
+        if !h.h.tenant_accounting_on() {
+            return code(Err(Error::NotReady));
+        }
+        match h.h.tenant_stats(tenant) {
+            Some(s) => put(s),
+            None => code(Err(Error::InvalidArgument)),
+        }
     })
 }
 

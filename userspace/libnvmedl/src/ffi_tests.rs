@@ -16,7 +16,7 @@ fn c_handle(rev: u32, timeout: Duration) -> (std::sync::Arc<InProc>, Box<NvmedlH
     let ip = InProc::start(InProcConfig::new(rev)).expect("in-process board");
     let dev = Device::from_platform(ip.clone()).expect("device");
     let h = dev.handle_with(0, HandleOptions { timeout, yield_spins: 64, ..HandleOptions::default() }).expect("handle");
-    (ip, Box::new(NvmedlHandle { h, done: vec![Completion { tag: 0, result: Ok(()) }; 64] }))
+    (ip, Box::new(NvmedlHandle::new(h, 64)))
 }
 
 fn set(h: &mut NvmedlHandle, key: &std::ffi::CStr, v: u64) -> c_int {

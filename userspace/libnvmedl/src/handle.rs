@@ -56,6 +56,7 @@ use crate::alloc::{PageAlloc, PAGE};
 use crate::error::{status_result, Error, Result};
 use crate::mmio;
 use crate::platform::{CoreMapping, Platform, Region};
+use crate::qos::{DepthConfig, DepthController, DepthSample, TenantConfig, TenantStats, TenantTable, MAX_TENANTS};
 use crate::sched::{Fifo, SchedInfo, Scheduler};
 
 static NEXT_UID: AtomicU64 = AtomicU64::new(1);
@@ -162,6 +163,11 @@ pub struct HandleOptions {
     pub yield_spins: u32,
     /// Level-1 scheduler.
     pub scheduler: Box<dyn Scheduler>,
+    /// Adaptive depth (docs/qos.md): `Some` turns the controller on; `iodepth` is then its
+    /// upper bound.
+    pub depth_control: Option<DepthConfig>,
+    /// Tenant accounting and boosting (docs/qos.md): `Some` turns it on.
+    pub tenants: Option<TenantConfig>,
 }
 
 impl Default for HandleOptions {
@@ -174,6 +180,8 @@ impl Default for HandleOptions {
             batch: 1,
             yield_spins: 0,
             scheduler: Box::new(Fifo::default()),
+            depth_control: None,
+            tenants: None,
         }
     }
 }
@@ -247,6 +255,7 @@ pub struct Request {
     priority: Option<u16>,
     deadline: Option<Duration>,
     tag: Option<u64>,
+    tenant: Option<u32>,
 }
 
 impl Request {
@@ -261,6 +270,7 @@ impl Request {
             priority: None,
             deadline: None,
             tag: None,
+            tenant: None,
         }
     }
     /// Read `buf.len()` bytes at `lba` (512-byte units, 4 KiB aligned) into `buf`.
@@ -273,7 +283,18 @@ impl Request {
     }
     /// Flush the SSD's volatile write cache (rev 2).
     pub fn flush() -> Request {
-        Request { op: Op::Flush, lba: 0, len: 0, owner: 0, data_off: 0, buf_len: 0, priority: None, deadline: None, tag: None }
+        Request {
+            op: Op::Flush,
+            lba: 0,
+            len: 0,
+            owner: 0,
+            data_off: 0,
+            buf_len: 0,
+            priority: None,
+            deadline: None,
+            tag: None,
+            tenant: None,
+        }
     }
     /// Transfer only `len` bytes (multiple of 4 KiB, at most the buffer).
     pub fn len(mut self, len: u32) -> Request {
@@ -293,6 +314,12 @@ impl Request {
     /// Caller's tag, returned in the completion (default: a per-handle sequence number).
     pub fn tag(mut self, t: u64) -> Request {
         self.tag = Some(t);
+        self
+    }
+    /// Tenant id (`0 .. qos::MAX_TENANTS`; default: the handle's tenant) for accounting and
+    /// tenant-aware schedulers.
+    pub fn tenant(mut self, t: u32) -> Request {
+        self.tenant = Some(t);
         self
     }
     /// The operation.
@@ -346,11 +373,15 @@ struct Slot {
     first_entry: u32,
     sync: bool,
     info: SchedInfo,
+    /// Time of the batch START (0: not started or no QoS clock).
+    launch_ns: u64,
+    /// Submit time on the handle's coarse clock (tenant accounting).
+    submit_ns: u64,
 }
 
 impl Default for SchedInfo {
     fn default() -> Self {
-        SchedInfo { priority: 0, seq: 0, deadline_ns: u64::MAX }
+        SchedInfo { priority: 0, seq: 0, deadline_ns: u64::MAX, tenant: 0 }
     }
 }
 
@@ -435,6 +466,18 @@ pub struct Handle {
     /// request whose call gave up (Timeout) completes later into nothing.
     sync_seq: u64,
     stats: HandleStats,
+    /// The configured depth (the controller's upper bound).
+    iodepth_max: usize,
+    depth_ctl: Option<DepthController>,
+    depth_cfg: DepthConfig,
+    tenants: Option<Box<TenantTable>>,
+    tenant_cfg: TenantConfig,
+    /// Default tenant of requests.
+    tenant: u32,
+    /// Last clock reading (QoS stamps), ns since `epoch`.
+    clock_ns: u64,
+    /// Clock reading of the current `progress` step (0: not read yet).
+    step_ns: u64,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -475,6 +518,15 @@ impl Handle {
         }
         let mut sched = opts.scheduler;
         sched.reserve(opts.capacity);
+        let iodepth = opts.iodepth.min(opts.capacity);
+        let depth_ctl = match opts.depth_control {
+            Some(c) => Some(DepthController::new(c, iodepth, iodepth)?),
+            None => None,
+        };
+        let tenants = match opts.tenants {
+            Some(c) => Some(Box::new(TenantTable::new(c)?)),
+            None => None,
+        };
         let pages = sd.len / PAGE;
         let mut h = Handle {
             regs: map.regs(),
@@ -500,7 +552,7 @@ impl Handle {
             inflight_done: Vec::with_capacity(batch_max as usize),
             scan_from: 0,
             done: VecDeque::with_capacity(opts.capacity),
-            iodepth: opts.iodepth.min(opts.capacity),
+            iodepth: depth_ctl.map_or(iodepth, |c| c.limit()),
             batch: opts.batch,
             priority: opts.priority,
             timeout: opts.timeout,
@@ -517,6 +569,14 @@ impl Handle {
             sync_result: None,
             sync_seq: 0,
             stats: HandleStats::default(),
+            iodepth_max: iodepth,
+            depth_ctl,
+            depth_cfg: opts.depth_control.unwrap_or_default(),
+            tenants,
+            tenant_cfg: opts.tenants.unwrap_or_default(),
+            tenant: 0,
+            clock_ns: 0,
+            step_ns: 0,
             _not_sync: PhantomData,
         };
         h.program_queue_regs();
@@ -604,12 +664,117 @@ impl Handle {
             0
         }
     }
-    /// Set the queue depth (1..=capacity).
+    /// Set the queue depth (1..=capacity); with adaptive depth on, its upper bound.
     pub fn set_iodepth(&mut self, v: usize) -> Result<()> {
         if v == 0 || v > self.slots.len() {
             return Err(Error::InvalidArgument);
         }
-        self.iodepth = v;
+        self.iodepth_max = v;
+        self.iodepth = match self.depth_ctl.as_mut() {
+            Some(c) => {
+                c.set_max(v);
+                c.limit()
+            }
+            None => v,
+        };
+        Ok(())
+    }
+    /// The in-flight limit in force now (the adaptive controller's, or `iodepth`).
+    pub fn iodepth(&self) -> usize {
+        self.iodepth
+    }
+    /// Turn adaptive depth on with `cfg` (restarting the controller from the current limit)
+    /// or off (`None`: back to the configured `iodepth`).
+    pub fn set_depth_control(&mut self, cfg: Option<DepthConfig>) -> Result<()> {
+        match cfg {
+            Some(c) => {
+                let ctl = DepthController::new(c, self.iodepth, self.iodepth_max)?;
+                self.depth_cfg = c;
+                self.iodepth = ctl.limit();
+                self.depth_ctl = Some(ctl);
+            }
+            None => {
+                self.depth_ctl = None;
+                self.iodepth = self.iodepth_max;
+            }
+        }
+        Ok(())
+    }
+    /// The adaptive-depth settings (the last ones given, also while off).
+    pub fn depth_config(&self) -> DepthConfig {
+        self.depth_cfg
+    }
+    /// Whether adaptive depth is on.
+    pub fn depth_control_on(&self) -> bool {
+        self.depth_ctl.is_some()
+    }
+    /// The controller's last decision (`None` while adaptive depth is off).
+    pub fn depth_sample(&self) -> Option<DepthSample> {
+        self.depth_ctl.map(|c| c.last())
+    }
+    /// Replace the level-1 scheduler; `Busy` while requests are staged in the old one.
+    pub fn set_scheduler(&mut self, mut s: Box<dyn Scheduler>) -> Result<()> {
+        if !self.sched.is_empty() {
+            return Err(Error::Busy);
+        }
+        s.reserve(self.slots.len());
+        self.sched = s;
+        Ok(())
+    }
+    /// Counters of the scheduler if it is tiered (`qos::Tiered`).
+    pub fn tier_stats(&self) -> Option<crate::qos::TierStats> {
+        self.sched.tier_stats()
+    }
+    /// Turn tenant accounting on with `cfg` (allocates the histograms; keeps nothing of an
+    /// earlier table except what it published to the process) or off (`None`).
+    pub fn set_tenant_accounting(&mut self, cfg: Option<TenantConfig>) -> Result<()> {
+        if let Some(t) = self.tenants.as_mut() {
+            t.publish(true);
+        }
+        self.tenants = match cfg {
+            Some(c) => {
+                self.tenant_cfg = c;
+                Some(Box::new(TenantTable::new(c)?))
+            }
+            None => None,
+        };
+        for t in 0..MAX_TENANTS as u32 {
+            self.sched.set_tenant_weight(t, 1.0);
+        }
+        Ok(())
+    }
+    /// The tenant settings (the last ones given, also while off).
+    pub fn tenant_config(&self) -> TenantConfig {
+        self.tenant_cfg
+    }
+    /// Whether tenant accounting is on.
+    pub fn tenant_accounting_on(&self) -> bool {
+        self.tenants.is_some()
+    }
+    /// Set the target share (0 ..= 1) of `tenant`; accounting must be on (`NotReady`).
+    pub fn set_tenant_target(&mut self, tenant: u32, share: f64) -> Result<()> {
+        self.tenants.as_mut().ok_or(Error::NotReady)?.set_target(tenant, share)
+    }
+    /// This handle's accounting of `tenant` (`None` while accounting is off or out of range).
+    pub fn tenant_stats(&self, tenant: u32) -> Option<TenantStats> {
+        self.tenants.as_ref()?.stats(tenant)
+    }
+    /// Add this handle's new samples to the process totals (`qos::process_stats`) now.
+    pub fn publish_tenants(&mut self) {
+        if let Some(t) = self.tenants.as_mut() {
+            t.publish(true);
+        }
+    }
+    /// The default tenant of requests.
+    pub fn tenant(&self) -> u32 {
+        self.tenant
+    }
+    /// Set the default tenant of requests (`0 .. qos::MAX_TENANTS`).
+    pub fn set_tenant(&mut self, t: u32) -> Result<()> {
+        if t as usize >= MAX_TENANTS {
+            return Err(Error::InvalidArgument);
+        }
+        self.tenant = t;
         Ok(())
     }
     /// Set the default urgency class (0..=3).
@@ -705,7 +870,18 @@ impl Handle {
             s => s as usize - 1,
         };
         let end = (first + self.runs[first] as usize) * PAGE;
-        Ok(Request { op, lba, len, owner: self.uid, data_off: off, buf_len: end - off, priority: None, deadline: None, tag: None })
+        Ok(Request {
+            op,
+            lba,
+            len,
+            owner: self.uid,
+            data_off: off,
+            buf_len: end - off,
+            priority: None,
+            deadline: None,
+            tag: None,
+            tenant: None,
+        })
     }
 
     // ----------------------------------------------------------------------------- submit
@@ -720,7 +896,12 @@ impl Handle {
         if urgency >= DNVM_URGENCY_CLASSES as u16 {
             return Err(Error::InvalidArgument);
         }
+        let tenant = r.tenant.unwrap_or(self.tenant);
+        if tenant as usize >= MAX_TENANTS {
+            return Err(Error::InvalidArgument);
+        }
         let mut s = Slot { urgency, ..Slot::default() };
+        s.info.tenant = tenant;
         match r.op {
             Op::Flush => {
                 if self.revision < HDU_REV2 {
@@ -766,7 +947,17 @@ impl Handle {
             seq: self.seq,
             // The clock is read only for requests with a deadline (it costs ~20 ns).
             deadline_ns: r.deadline.map_or(u64::MAX, |d| self.now_ns().saturating_add(d.as_nanos() as u64)),
+            tenant: s.info.tenant,
         };
+        if self.tenants.is_some() {
+            // Tenant latency counts from submit on the coarse clock; the first request of a
+            // busy period reads the clock (one read per busy period), later ones reuse the
+            // last reading (taken at every batch START and completing poll).
+            if self.pending() == 0 {
+                self.clock_ns = self.now_ns().max(1);
+            }
+            s.submit_ns = self.clock_ns;
+        }
         // The caller checked that a slot is free.
         let id = self.free.pop().unwrap_or_default();
         self.slots[id as usize] = s;
@@ -797,6 +988,7 @@ impl Handle {
             return Err(Error::NotReady);
         }
         if self.full() {
+            self.note_full();
             let t0 = Instant::now();
             let mut spins = 0;
             while self.full() && self.pending() > 0 {
@@ -820,9 +1012,50 @@ impl Handle {
             return Err(Error::NotReady);
         }
         if self.full() {
+            self.note_full();
             return Err(Error::QueueFull);
         }
         Ok(self.enqueue(s, &r, false))
+    }
+
+    /// A submit found the queue full: tell the depth controller if the limit is the reason.
+    fn note_full(&mut self) {
+        if self.pending() >= self.iodepth {
+            if let Some(c) = self.depth_ctl.as_mut() {
+                c.note_limited();
+            }
+        }
+    }
+
+    /// The clock reading of this `progress` step (read at most once per step).
+    fn step_clock(&mut self) -> u64 {
+        if self.step_ns == 0 {
+            self.step_ns = self.now_ns().max(1);
+            self.clock_ns = self.step_ns;
+        }
+        self.step_ns
+    }
+
+    /// QoS bookkeeping of a finished request (adaptive depth, tenants).
+    fn account(&mut self, s: &Slot, ok: bool) {
+        if s.launch_ns == 0 || !ok || (self.depth_ctl.is_none() && self.tenants.is_none()) {
+            return;
+        }
+        let now = self.step_clock();
+        if let Some(c) = self.depth_ctl.as_mut() {
+            if let Some(limit) = c.record(now, now.saturating_sub(s.launch_ns)) {
+                self.iodepth = limit;
+            }
+        }
+        if let Some(t) = self.tenants.as_mut() {
+            if t.record(s.info.tenant, u64::from(s.len), now.saturating_sub(s.submit_ns)) {
+                t.end_window();
+                for k in 0..MAX_TENANTS as u32 {
+                    self.sched.set_tenant_weight(k, t.boost(k));
+                }
+                t.publish(false);
+            }
+        }
     }
 
     /// Start whatever is staged if the HDU is idle (ignores the `batch` threshold).
@@ -845,7 +1078,12 @@ impl Handle {
     /// Start a batch of whatever is staged. The caller checked that the device takes a START
     /// now: it is idle, or (START queue) it runs one batch and none is queued.
     fn launch(&mut self) {
-        let now = if self.sched.uses_clock() { self.now_ns() } else { 0 };
+        let qos = self.depth_ctl.is_some() || self.tenants.is_some();
+        let now = if self.sched.uses_clock() || qos { self.now_ns().max(1) } else { 0 };
+        if qos {
+            self.clock_ns = now;
+        }
+        let stamp = if qos { now } else { 0 };
         if self.flights.is_empty() {
             self.inflight.clear();
             self.inflight_done.clear();
@@ -861,6 +1099,7 @@ impl Handle {
                 break;
             }
             self.slots[id as usize].first_entry = base + n;
+            self.slots[id as usize].launch_ns = stamp;
             let mut done = 0u32;
             for i in 0..s.entries {
                 let bytes = if s.op == DNVM_OP_FLUSH { 0 } else { (s.len - done).min(self.entry_bytes) };
@@ -961,6 +1200,7 @@ impl Handle {
 
     fn complete(&mut self, id: u32, result: Result<()>) {
         let s = self.slots[id as usize];
+        self.account(&s, result.is_ok());
         self.free.push(id);
         self.stats.completed += 1;
         if result.is_err() {
@@ -1072,6 +1312,7 @@ impl Handle {
 
     /// Advance the hardware state machine once; `check_time` reads the clock.
     fn progress(&mut self, check_time: bool) {
+        self.step_ns = 0;
         match self.hw {
             Hw::InFlight { mut started_ns, mut seen } => {
                 if self.batch_done(&mut seen) {
@@ -1276,5 +1517,6 @@ impl Drop for Handle {
             self.progress(false);
             std::hint::spin_loop();
         }
+        self.publish_tenants();
     }
 }

@@ -31,6 +31,7 @@ pub mod alloc;
 pub mod chardev;
 pub mod error;
 pub mod ffi;
+mod ffi_qos;
 pub mod handle;
 pub mod mmio;
 pub mod platform;
@@ -67,3 +68,5 @@ pub use sched::{Fifo, PriorityDeadline, SchedInfo, Scheduler};
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_qos;

@@ -17,6 +17,8 @@ pub struct SchedInfo {
     pub seq: u64,
     /// Absolute deadline in nanoseconds of the handle's clock, or `u64::MAX` for none.
     pub deadline_ns: u64,
+    /// Tenant id (`0 .. qos::MAX_TENANTS`; default 0).
+    pub tenant: u32,
 }
 
 /// Orders staged requests.
@@ -40,6 +42,13 @@ pub trait Scheduler: Send {
     /// True when nothing is queued.
     fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+    /// Weight multiplier of `tenant` (the tenant boost, 1 = none). Schedulers without tenant
+    /// lanes ignore it. Called once per accounting window, not per request.
+    fn set_tenant_weight(&mut self, _tenant: u32, _weight: f64) {}
+    /// Counters of a tiered scheduler (`None` for others).
+    fn tier_stats(&self) -> Option<crate::qos::TierStats> {
+        None
     }
 }
 
@@ -121,7 +130,7 @@ mod tests {
     use super::*;
 
     fn info(priority: u16, deadline_ns: u64) -> SchedInfo {
-        SchedInfo { priority, seq: 0, deadline_ns }
+        SchedInfo { priority, seq: 0, deadline_ns, tenant: 0 }
     }
 
     #[test]

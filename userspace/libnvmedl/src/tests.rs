@@ -12,16 +12,16 @@ use fakehdu::ControlOp;
 use crate::inproc::{InProc, InProcConfig};
 use crate::*;
 
-fn board(rev: u32, engines: u32) -> (Arc<InProc>, Device) {
+pub(super) fn board(rev: u32, engines: u32) -> (Arc<InProc>, Device) {
     board_with(rev, engines, 1)
 }
 
-fn board_with(rev: u32, engines: u32, start_queue: u32) -> (Arc<InProc>, Device) {
+pub(super) fn board_with(rev: u32, engines: u32, start_queue: u32) -> (Arc<InProc>, Device) {
     start_board(InProcConfig { engines, start_queue, ..InProcConfig::new(rev) })
 }
 
 /// A rev 2 board whose SSD model takes real (wall-clock) time per command.
-fn wallclock_board() -> (Arc<InProc>, Device) {
+pub(super) fn wallclock_board() -> (Arc<InProc>, Device) {
     start_board(InProcConfig { timing: fakehdu::TimingMode::WallClock, ..InProcConfig::new(HDU_REV2) })
 }
 
@@ -31,7 +31,7 @@ fn start_board(c: InProcConfig) -> (Arc<InProc>, Device) {
     (ip, dev)
 }
 
-fn opts() -> HandleOptions {
+pub(super) fn opts() -> HandleOptions {
     HandleOptions { timeout: Duration::from_secs(5), yield_spins: 64, ..HandleOptions::default() }
 }
 
@@ -54,7 +54,7 @@ fn empty() -> [Completion; 64] {
 }
 
 /// Poll until `n` completions arrived (bounded).
-fn collect(h: &mut Handle, n: usize) -> Vec<Completion> {
+pub(super) fn collect(h: &mut Handle, n: usize) -> Vec<Completion> {
     let mut got = Vec::new();
     let mut out = empty();
     let t0 = std::time::Instant::now();
@@ -365,7 +365,7 @@ fn four_threads_on_four_cores() {
 }
 
 /// The C API keeps its device in a global: tests that use it run one at a time.
-static FFI_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+pub(super) static FFI_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn c_abi() {

@@ -31,7 +31,8 @@ use std::time::{Duration, Instant};
 
 use clap::Parser;
 use nvmedl::{Buffer, Completion, Device, HandleOptions, Request};
-use nvmedl_tools::bench_cli::{BenchCli, Mode};
+use nvmedl_tools::bench_cli::{BenchCli, InprocTiming, Mode};
+use nvmedl_tools::bench_qos::{QosArgs, QosReport};
 use nvmedl_tools::{EXIT_FAILURE, EXIT_USAGE};
 use serde::Serialize;
 
@@ -138,6 +139,8 @@ struct Opts {
     yield_polls: u32,
     batch: usize,
     markers: bool,
+    inproc_timing: InprocTiming,
+    qos: QosArgs,
 }
 
 /// The validated command line as the jobs use it.
@@ -161,6 +164,8 @@ fn opts(cli: &BenchCli) -> Result<Opts, String> {
         yield_polls: cli.yield_polls.min(u64::from(u32::MAX)) as u32,
         batch: small(cli.batch, "batch")?,
         markers: cli.syscall_markers,
+        inproc_timing: cli.inproc_timing,
+        qos: cli.qos.clone(),
     })
 }
 
@@ -194,6 +199,7 @@ struct JobResult {
     verify_errors: u64,
     first_error: Option<String>,
     elapsed: Duration,
+    qos: QosReport,
 }
 
 /// xorshift64*: cheap, allocation-free randomness.
@@ -210,7 +216,7 @@ impl Rng {
 fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBool) -> Result<JobResult, String> {
     let core = o.cores[idx];
     let priority = *o.priority.get(idx).or(o.priority.last()).unwrap_or(&1);
-    let opts = HandleOptions {
+    let mut opts = HandleOptions {
         capacity: o.iodepth.max(1) * 2,
         iodepth: o.iodepth,
         priority,
@@ -218,7 +224,9 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         batch: o.batch,
         ..HandleOptions::default()
     };
+    o.qos.apply(&mut opts).map_err(|e| format!("core {core}: qos: {e}"))?;
     let mut h = dev.handle_with(core, opts).map_err(|e| format!("core {core}: handle: {e}"))?;
+    o.qos.setup(&mut h, idx).map_err(|e| format!("core {core}: qos: {e}"))?;
     let blocks = o.size / o.bs as u64;
     let lbas_per_block = (o.bs / 512) as u64;
     let base = u64::from(core) * blocks * lbas_per_block;
@@ -237,6 +245,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         verify_errors: 0,
         first_error: None,
         elapsed: Duration::ZERO,
+        qos: QosReport::default(),
     };
     // Pre-fill for verified read/mixed jobs.
     if o.verify && !matches!(o.mode, Mode::SeqWrite | Mode::RandWrite) {
@@ -336,6 +345,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     }
     r.elapsed = t0.elapsed();
     mark(o.markers, 2);
+    r.qos = QosReport::of(&h, o.qos.tenant_of(idx));
     Ok(r)
 }
 
@@ -343,11 +353,16 @@ fn open_device(o: &Opts) -> Result<Device, String> {
     match o.inproc {
         #[cfg(feature = "inproc")]
         Some(rev) => {
-            let ip = nvmedl::inproc::InProc::start(nvmedl::inproc::InProcConfig::new(rev)).map_err(|e| e.to_string())?;
+            let timing = match o.inproc_timing {
+                InprocTiming::None => fakehdu::TimingMode::None,
+                InprocTiming::Wall => fakehdu::TimingMode::WallClock,
+            };
+            let cfg = nvmedl::inproc::InProcConfig { timing, ..nvmedl::inproc::InProcConfig::new(rev) };
+            let ip = nvmedl::inproc::InProc::start(cfg).map_err(|e| e.to_string())?;
             Device::from_platform(ip).map_err(|e| e.to_string())
         }
         #[cfg(not(feature = "inproc"))]
-        Some(_) => Err("built without the inproc feature".into()),
+        Some(_) => Err(format!("built without the inproc feature (--inproc-timing {:?} needs it too)", o.inproc_timing)),
         None => Device::open_path(&o.device).map_err(|e| format!("{}: {e}", o.device)),
     }
 }
@@ -395,6 +410,7 @@ struct JobJson {
     iops: f64,
     mb_s: f64,
     lat_us: LatJson,
+    qos: QosReport,
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<String>,
 }
@@ -444,6 +460,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                     iops: round(r.hist.n as f64 / s, 1),
                     mb_s: round(r.hist.n as f64 * o.bs as f64 / s / 1e6, 2),
                     lat_us: LatJson::of(&r.hist),
+                    qos: r.qos.clone(),
                     error: r.first_error.clone(),
                 }
             })
@@ -484,6 +501,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                 r.verify_errors,
                 r.first_error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
             );
+            println!("    {}", r.qos.line());
         }
         println!("total: {ios} I/Os in {secs:.2} s: {iops:.0} IOPS, {mbs:.1} MB/s");
         println!(

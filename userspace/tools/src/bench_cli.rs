@@ -88,6 +88,22 @@ pub struct BenchCli {
     /// (EINVAL, no effect) so a tracer can count the loop's system calls.
     #[arg(long)]
     pub syscall_markers: bool,
+    /// SSD timing of the --inproc model: none (commands complete at once) or wall (the
+    /// model's real-time SSD timing; needed for latency and QoS figures).
+    #[arg(long, value_enum, default_value = "none")]
+    pub inproc_timing: InprocTiming,
+    /// QoS (docs/qos.md).
+    #[command(flatten)]
+    pub qos: crate::bench_qos::QosArgs,
+}
+
+/// SSD timing of the in-process model.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum InprocTiming {
+    /// No timing.
+    None,
+    /// Real time.
+    Wall,
 }
 
 impl BenchCli {
@@ -111,7 +127,7 @@ impl BenchCli {
         if !(self.runtime.is_finite() && self.runtime >= 0.0) {
             return Err(format!("--runtime {} is not a number of seconds", self.runtime));
         }
-        Ok(())
+        self.qos.validate()
     }
 
     /// The time limit, unless `--ios` replaces it.

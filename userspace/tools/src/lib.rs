@@ -6,6 +6,7 @@
 //! 2 usage error (clap's code). `--help` and `--version` exit 0 and never open a device.
 
 pub mod bench_cli;
+pub mod bench_qos;
 pub mod nvmedl_cli;
 
 /// Exit status: success.

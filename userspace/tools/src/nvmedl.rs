@@ -9,6 +9,7 @@
 //! nvmedl [--device PATH] reset  <core>                          HDU_IOC_RESET (rev 2)
 //! nvmedl [--device PATH] reset  controller                      CONTROLLER_INIT + engine queue reset
 //! nvmedl [--device PATH] arbitration <burst> <high> <medium> <low>   (weights minus one)
+//! nvmedl advise --service-us US --rate N [--classes R:W,..] [--fraction F] [--max-depth K]
 //! ```
 //! The command line is defined in `nvmedl_cli.rs` (clap). Exit status: 0 success, 1 failure
 //! (verify mismatch included), 2 usage.
@@ -17,8 +18,10 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use directnvm_abi::*;
+use nvmedl::qos::advisor::{self, AdviceInput};
+use nvmedl::qos::mdk;
 use nvmedl::{Device, Error, Handle};
-use nvmedl_tools::nvmedl_cli::{Command, NvmedlCli, ResetTarget};
+use nvmedl_tools::nvmedl_cli::{Class, Command, NvmedlCli, ResetTarget};
 use nvmedl_tools::EXIT_FAILURE;
 use serde::Serialize;
 
@@ -213,7 +216,32 @@ fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool) -> Result<()
     h.buf_free(buf)
 }
 
+/// `nvmedl advise`: the model needs no device.
+fn advise(service_us: f64, rate: f64, classes: &[Class], fraction: f64, max_depth: u64) -> Result<ExitCode, Error> {
+    let input = AdviceInput {
+        service: service_us * 1e-6,
+        lambda: rate,
+        classes: classes.iter().map(|c| mdk::Class { lambda: c.rate, weight: c.weight }).collect(),
+        fraction,
+        max_depth: u32::try_from(max_depth).map_err(|_| Error::InvalidArgument)?,
+    };
+    match advisor::advise(&input) {
+        Ok(a) => {
+            print!("{}", a.render(&input));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            eprintln!("nvmedl: advise: need --service-us > 0, --rate > 0, 0 < --fraction <= 1, 1 <= --max-depth <= 1024");
+            Err(e)
+        }
+    }
+}
+
 fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
+    // The model needs no device.
+    if let Command::Advise { service_us, rate, classes, fraction, max_depth } = &cli.command {
+        return advise(*service_us, *rate, classes, *fraction, *max_depth);
+    }
     let dev = match Device::open_path(&cli.device) {
         Ok(d) => d,
         Err(e) => {
@@ -222,6 +250,7 @@ fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
         }
     };
     match cli.command {
+        Command::Advise { .. } => {}
         Command::Info { json: false } => info(&dev)?,
         Command::Info { json: true } => info_json(&dev)?,
         Command::Layout => layout(&dev)?,

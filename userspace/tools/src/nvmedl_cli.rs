@@ -17,7 +17,7 @@ pub struct NvmedlCli {
 }
 
 /// `nvmedl`'s subcommands. Numbers are decimal or 0x-hex; LBAs are 512-byte units.
-#[derive(Subcommand, Debug, PartialEq, Eq)]
+#[derive(Subcommand, Debug, PartialEq)]
 pub enum Command {
     /// Engine, namespace and per-HDU information.
     Info {
@@ -86,6 +86,43 @@ pub enum Command {
         #[arg(value_parser = parse_num)]
         low: u64,
     },
+    /// Depth advisor (no device needed): the M/D/1/K blocking probability and throughput per
+    /// depth, per WRR class, and the smallest depth within a fraction of saturation.
+    Advise {
+        /// Measured service time of one command in microseconds (e.g. the QD1 latency).
+        #[arg(long, value_name = "US")]
+        service_us: f64,
+        /// Total arrival rate in requests per second.
+        #[arg(long, value_name = "PER_SECOND")]
+        rate: f64,
+        /// WRR classes as RATE:WEIGHT pairs (comma-separated), e.g. 20000:128,20000:1.
+        #[arg(long, value_delimiter = ',', value_parser = parse_class, value_name = "RATE:WEIGHT[,..]")]
+        classes: Vec<Class>,
+        /// Recommend the smallest depth within this fraction (0 < f <= 1) of the throughput at --max-depth.
+        #[arg(long, default_value = "0.99")]
+        fraction: f64,
+        /// Largest depth considered (1..=1024).
+        #[arg(long, default_value = "256", value_parser = parse_num)]
+        max_depth: u64,
+    },
+}
+
+/// One WRR class of `nvmedl advise`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Class {
+    /// Arrival rate (requests per second).
+    pub rate: f64,
+    /// WRR weight.
+    pub weight: f64,
+}
+
+fn parse_class(s: &str) -> Result<Class, String> {
+    let (r, w) = s.split_once(':').ok_or_else(|| format!("{s}: expected RATE:WEIGHT"))?;
+    let num = |v: &str| v.trim().parse::<f64>().ok().filter(|x| x.is_finite() && *x > 0.0);
+    match (num(r), num(w)) {
+        (Some(rate), Some(weight)) => Ok(Class { rate, weight }),
+        _ => Err(format!("{s}: rate and weight must be positive numbers")),
+    }
 }
 
 /// What `nvmedl reset` resets.
@@ -137,6 +174,18 @@ mod tests {
             parse(&["arbitration", "3", "127", "7", "0"]).unwrap().command,
             Command::Arbitration { burst: 3, high: 127, medium: 7, low: 0 }
         );
+        assert_eq!(
+            parse(&["advise", "--service-us", "20", "--rate", "45000", "--classes", "20000:128,20000:1"]).unwrap().command,
+            Command::Advise {
+                service_us: 20.0,
+                rate: 45000.0,
+                classes: vec![Class { rate: 20000.0, weight: 128.0 }, Class { rate: 20000.0, weight: 1.0 }],
+                fraction: 0.99,
+                max_depth: 256
+            }
+        );
+        assert!(parse(&["advise", "--service-us", "20", "--rate", "1", "--classes", "5"]).is_err());
+        assert!(parse(&["advise", "--service-us", "20", "--rate", "1", "--classes", "5:-1"]).is_err());
         // --device before (the old form) or after the subcommand.
         assert_eq!(parse(&["--device", "/dev/x", "info"]).unwrap().device, "/dev/x");
         assert_eq!(parse(&["info", "--device", "/dev/y"]).unwrap().device, "/dev/y");

@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Quality of service (level 1 of the two-level queue, DESIGN §7). Today: the queueing model
-//! behind the depth advisor (`mdk`).
+//! Quality of service (level 1 of the two-level queue, DESIGN §7, docs/qos.md): the adaptive
+//! depth controller (`depth`), the tiered scheduler with a starvation guard (`tiers`), tenant
+//! accounting and boosting (`tenant`), and the queueing model behind the depth advisor (`mdk`).
 
+pub mod advisor;
+pub mod depth;
 pub mod mdk;
+pub mod tenant;
+pub mod tiers;
+
+pub use depth::{DepthConfig, DepthController, DepthSample};
+pub use tenant::{process_stats, TenantConfig, TenantStats, TenantTable, MAX_TENANTS};
+pub use tiers::{TierConfig, TierStats, Tiered};

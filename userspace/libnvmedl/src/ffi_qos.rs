@@ -1,0 +1,121 @@
+//! The QoS keys of `nvmedl_set_handle` / `nvmedl_get_handle` (ranges in the `ffi` docs and
+//! docs/qos.md). Control path: these may allocate (new scheduler, tenant histograms).
+
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::ffi::NvmedlHandle;
+use crate::qos::{TierConfig, Tiered, MAX_TENANTS};
+use crate::sched::{Fifo, PriorityDeadline, Scheduler};
+
+fn range(v: u64, lo: u64, hi: u64) -> Result<u64> {
+    if (lo..=hi).contains(&v) {
+        Ok(v)
+    } else {
+        Err(Error::InvalidArgument)
+    }
+}
+
+fn scheduler(kind: u64, tiers: TierConfig) -> Result<Box<dyn Scheduler>> {
+    Ok(match kind {
+        0 => Box::new(Fifo::default()),
+        1 => Box::new(PriorityDeadline::default()),
+        2 => Box::new(Tiered::new(tiers)?),
+        _ => return Err(Error::InvalidArgument),
+    })
+}
+
+/// Apply a tier setting: checked, and installed at once if the tiered scheduler is in use.
+fn set_tiers(h: &mut NvmedlHandle, t: TierConfig) -> Result<()> {
+    t.validate()?;
+    if h.sched == 2 {
+        h.h.set_scheduler(scheduler(2, t)?)?;
+    }
+    h.tiers = t;
+    Ok(())
+}
+
+/// Re-create the tenant table with new settings if accounting is on.
+fn set_tenant_cfg(h: &mut NvmedlHandle, c: crate::qos::TenantConfig) -> Result<()> {
+    c.validate()?;
+    if h.h.tenant_accounting_on() {
+        h.h.set_tenant_accounting(Some(c))
+    } else {
+        // Remembered for "tenants" = 1.
+        h.h.set_tenant_accounting(Some(c))?;
+        h.h.set_tenant_accounting(None)
+    }
+}
+
+pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
+    match name {
+        b"adaptive" => match v {
+            0 => h.h.set_depth_control(None),
+            1 => h.h.set_depth_control(Some(h.h.depth_config())),
+            _ => Err(Error::InvalidArgument),
+        },
+        b"target_delay_us" | b"min_depth" | b"depth_window" => {
+            let mut c = h.h.depth_config();
+            match name {
+                b"target_delay_us" => c.target = Duration::from_micros(range(v, 1, 1_000_000)?),
+                b"min_depth" => c.min_depth = range(v, 1, 1024)? as usize,
+                _ => c.window_ios = range(v, 8, 65536)? as u32,
+            }
+            c.validate()?;
+            if h.h.depth_control_on() {
+                h.h.set_depth_control(Some(c))
+            } else {
+                h.h.set_depth_control(Some(c))?;
+                h.h.set_depth_control(None)
+            }
+        }
+        b"scheduler" => {
+            let s = scheduler(v, h.tiers)?;
+            h.h.set_scheduler(s)?;
+            h.sched = v;
+            Ok(())
+        }
+        b"tier_weight1" | b"tier_weight2" | b"tier_weight3" => {
+            let mut t = h.tiers;
+            t.weights[usize::from(name[11] - b'1')] = range(v, 1, 1000)? as u32;
+            set_tiers(h, t)
+        }
+        b"tier_max_wait_us" => {
+            let mut t = h.tiers;
+            t.max_wait = Duration::from_micros(range(v, 0, 10_000_000)?);
+            set_tiers(h, t)
+        }
+        b"tier_guard_batch" => {
+            let mut t = h.tiers;
+            t.guard_batch = range(v, 1, 1024)? as u32;
+            set_tiers(h, t)
+        }
+        b"tenant" => h.h.set_tenant(range(v, 0, MAX_TENANTS as u64 - 1)? as u32),
+        b"tenants" => match v {
+            0 => h.h.set_tenant_accounting(None),
+            1 => h.h.set_tenant_accounting(Some(h.h.tenant_config())),
+            _ => Err(Error::InvalidArgument),
+        },
+        b"tenant_window" => {
+            let c = crate::qos::TenantConfig { window_ios: range(v, 16, 65536)? as u32, ..h.h.tenant_config() };
+            set_tenant_cfg(h, c)
+        }
+        b"tenant_max_boost" => {
+            let c = crate::qos::TenantConfig { max_boost: range(v, 1, 30)? as f64, ..h.h.tenant_config() };
+            set_tenant_cfg(h, c)
+        }
+        _ => Err(Error::InvalidArgument),
+    }
+}
+
+pub(crate) fn get(h: &NvmedlHandle, name: &[u8]) -> Result<u64> {
+    Ok(match name {
+        b"iodepth" => h.h.iodepth() as u64,
+        b"adaptive" => u64::from(h.h.depth_control_on()),
+        b"scheduler" => h.sched,
+        b"tenant" => u64::from(h.h.tenant()),
+        b"tenants" => u64::from(h.h.tenant_accounting_on()),
+        b"depth_windows" => h.h.depth_sample().map_or(0, |s| s.windows),
+        _ => return Err(Error::InvalidArgument),
+    })
+}

@@ -1,0 +1,388 @@
+//! `Tiered`: strict top tier, weighted lower tiers, max-service-interval guard (docs/qos.md).
+//!
+//! * Tier = the request's urgency class (0 .. 3). Tier 0 is served strictly while non-empty.
+//! * Tiers 1 .. 3 share what is left by smooth weighted round robin (the nginx variant: every
+//!   backlogged flow gains its weight, the largest credit is served and pays the sum), counted
+//!   in requests. Inside a tier each tenant (`SchedInfo::tenant`, < `MAX_TENANTS`) has its own
+//!   FIFO lane, weighted by the tier's weight times the tenant's boost
+//!   (`Scheduler::set_tenant_weight`), so an under-served tenant catches up inside its tier.
+//! * Guard: a backlogged tier (1 .. 3) that has not been served for longer than `max_wait` is
+//!   served next, for up to `guard_batch` requests, even over tier 0. The interval counts from
+//!   the last service of the tier, or from the first `pop` that saw it backlogged (pushes carry
+//!   no time), so the bound holds to within one batch.
+//!
+//! Allocation-free after `reserve`: every lane is pre-sized to the handle's capacity.
+
+use std::collections::VecDeque;
+use std::time::Duration;
+
+use crate::error::{Error, Result};
+use crate::qos::tenant::MAX_TENANTS;
+use crate::sched::{SchedInfo, Scheduler};
+
+/// Number of tiers (the urgency classes).
+pub const TIERS: usize = 4;
+const UNSET: u64 = u64::MAX;
+/// Boost weights are kept in thousandths.
+const MILLI: u64 = 1000;
+
+/// Settings of the tiered scheduler.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TierConfig {
+    /// WRR weights of tiers 1, 2, 3 (each 1 ..= 1000; default 8, 4, 1).
+    pub weights: [u32; 3],
+    /// Max service interval of a backlogged lower tier; `Duration::ZERO` turns the guard off
+    /// (default 2 ms; at most 10 s).
+    pub max_wait: Duration,
+    /// Requests a guard-forced tier gets before the normal order resumes (1 ..= 1024; default 8).
+    pub guard_batch: u32,
+}
+
+impl Default for TierConfig {
+    fn default() -> Self {
+        Self { weights: [8, 4, 1], max_wait: Duration::from_millis(2), guard_batch: 8 }
+    }
+}
+
+impl TierConfig {
+    /// Check the ranges documented on the fields.
+    pub fn validate(&self) -> Result<()> {
+        if self.weights.iter().all(|w| (1..=1000).contains(w))
+            && self.max_wait <= Duration::from_secs(10)
+            && (1..=1024).contains(&self.guard_batch)
+        {
+            Ok(())
+        } else {
+            Err(Error::InvalidArgument)
+        }
+    }
+}
+
+/// Counters of a `Tiered` scheduler.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TierStats {
+    /// Requests popped per tier.
+    pub served: [u64; TIERS],
+    /// Requests popped because the guard forced their tier.
+    pub forced: u64,
+}
+
+/// The tiered scheduler (module docs).
+pub struct Tiered {
+    cfg: TierConfig,
+    top: VecDeque<u32>,
+    lanes: [Vec<VecDeque<u32>>; TIERS - 1],
+    credit: [[i64; MAX_TENANTS]; TIERS - 1],
+    tcredit: [i64; TIERS],
+    boost: [u64; MAX_TENANTS],
+    tier_len: [usize; TIERS],
+    len: usize,
+    since: [u64; TIERS],
+    forced_left: [u32; TIERS],
+    stats: TierStats,
+}
+
+impl Tiered {
+    /// A scheduler with `cfg` (checked).
+    pub fn new(cfg: TierConfig) -> Result<Self> {
+        cfg.validate()?;
+        let lanes = || (0..MAX_TENANTS).map(|_| VecDeque::new()).collect::<Vec<_>>();
+        Ok(Self {
+            cfg,
+            top: VecDeque::new(),
+            lanes: [lanes(), lanes(), lanes()],
+            credit: [[0; MAX_TENANTS]; TIERS - 1],
+            tcredit: [0; TIERS],
+            boost: [MILLI; MAX_TENANTS],
+            tier_len: [0; TIERS],
+            len: 0,
+            since: [UNSET; TIERS],
+            forced_left: [0; TIERS],
+            stats: TierStats::default(),
+        })
+    }
+
+    /// The settings.
+    pub fn config(&self) -> TierConfig {
+        self.cfg
+    }
+
+    /// Counters.
+    pub fn stats(&self) -> TierStats {
+        self.stats
+    }
+
+    fn tier(p: u16) -> usize {
+        (p as usize).min(TIERS - 1)
+    }
+
+    fn lane(tenant: u32) -> usize {
+        (tenant as usize).min(MAX_TENANTS - 1)
+    }
+
+    /// Pop from tier `t` (1 ..= 3) by WRR among its backlogged tenant lanes.
+    fn pop_lane(&mut self, t: usize) -> Option<u32> {
+        let lanes = &mut self.lanes[t - 1];
+        let credit = &mut self.credit[t - 1];
+        let mut total = 0i64;
+        let mut best: Option<usize> = None;
+        for (l, q) in lanes.iter().enumerate() {
+            if q.is_empty() {
+                continue;
+            }
+            let w = self.boost[l] as i64;
+            credit[l] += w;
+            total += w;
+            if best.is_none_or(|b| credit[l] > credit[b]) {
+                best = Some(l);
+            }
+        }
+        let b = best?;
+        credit[b] -= total;
+        lanes[b].pop_front()
+    }
+
+    /// Pick a lower tier by smooth WRR among the backlogged ones.
+    fn pick_weighted(&mut self) -> Option<usize> {
+        let mut total = 0i64;
+        let mut best: Option<usize> = None;
+        for t in 1..TIERS {
+            if self.tier_len[t] == 0 {
+                continue;
+            }
+            let w = i64::from(self.cfg.weights[t - 1]);
+            self.tcredit[t] += w;
+            total += w;
+            if best.is_none_or(|b| self.tcredit[t] > self.tcredit[b]) {
+                best = Some(t);
+            }
+        }
+        let b = best?;
+        self.tcredit[b] -= total;
+        Some(b)
+    }
+
+    /// The backlogged lower tier that waited longest past `max_wait`, if any; stamps the
+    /// start of the wait of tiers seen backlogged for the first time.
+    fn overdue(&mut self, now_ns: u64) -> Option<usize> {
+        let bound = self.cfg.max_wait.as_nanos() as u64;
+        if bound == 0 {
+            return None;
+        }
+        let mut worst: Option<(u64, usize)> = None;
+        for t in 1..TIERS {
+            if self.tier_len[t] == 0 {
+                continue;
+            }
+            if self.forced_left[t] > 0 {
+                return Some(t);
+            }
+            if self.since[t] == UNSET {
+                self.since[t] = now_ns;
+                continue;
+            }
+            let waited = now_ns.saturating_sub(self.since[t]);
+            if waited > bound && worst.is_none_or(|(w, _)| waited > w) {
+                worst = Some((waited, t));
+            }
+        }
+        let (_, t) = worst?;
+        self.forced_left[t] = self.cfg.guard_batch;
+        Some(t)
+    }
+
+    fn served(&mut self, t: usize, now_ns: u64) {
+        self.tier_len[t] -= 1;
+        self.len -= 1;
+        self.stats.served[t] += 1;
+        self.since[t] = if self.tier_len[t] == 0 { UNSET } else { now_ns };
+        if self.tier_len[t] == 0 {
+            self.forced_left[t] = 0;
+        }
+    }
+}
+
+impl Scheduler for Tiered {
+    fn reserve(&mut self, capacity: usize) {
+        self.top.reserve(capacity);
+        for tier in &mut self.lanes {
+            for q in tier.iter_mut() {
+                q.reserve(capacity);
+            }
+        }
+    }
+
+    fn push(&mut self, id: u32, info: SchedInfo) {
+        let t = Self::tier(info.priority);
+        if t == 0 {
+            self.top.push_back(id);
+        } else {
+            self.lanes[t - 1][Self::lane(info.tenant)].push_back(id);
+        }
+        self.tier_len[t] += 1;
+        self.len += 1;
+    }
+
+    fn pop(&mut self, now_ns: u64) -> Option<u32> {
+        if self.len == 0 {
+            return None;
+        }
+        if let Some(t) = self.overdue(now_ns) {
+            let id = self.pop_lane(t)?;
+            self.forced_left[t] = self.forced_left[t].saturating_sub(1);
+            self.stats.forced += 1;
+            self.served(t, now_ns);
+            return Some(id);
+        }
+        if let Some(id) = self.top.pop_front() {
+            self.served(0, now_ns);
+            return Some(id);
+        }
+        let t = self.pick_weighted()?;
+        let id = self.pop_lane(t)?;
+        self.served(t, now_ns);
+        Some(id)
+    }
+
+    fn unpop(&mut self, id: u32, info: SchedInfo) {
+        let t = Self::tier(info.priority);
+        if t == 0 {
+            self.top.push_front(id);
+        } else {
+            self.lanes[t - 1][Self::lane(info.tenant)].push_front(id);
+        }
+        self.tier_len[t] += 1;
+        self.len += 1;
+        self.stats.served[t] = self.stats.served[t].saturating_sub(1);
+    }
+
+    fn len(&self) -> usize {
+        self.len
+    }
+
+    fn uses_clock(&self) -> bool {
+        !self.cfg.max_wait.is_zero()
+    }
+
+    fn tier_stats(&self) -> Option<TierStats> {
+        Some(self.stats)
+    }
+
+    fn set_tenant_weight(&mut self, tenant: u32, weight: f64) {
+        if (tenant as usize) < MAX_TENANTS && weight.is_finite() && weight > 0.0 {
+            self.boost[tenant as usize] = ((weight * MILLI as f64) as u64).clamp(1, 1000 * MILLI);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(priority: u16, tenant: u32) -> SchedInfo {
+        SchedInfo { priority, tenant, ..SchedInfo::default() }
+    }
+
+    fn sched(cfg: TierConfig) -> Tiered {
+        let mut s = Tiered::new(cfg).unwrap();
+        s.reserve(4096);
+        s
+    }
+
+    #[test]
+    fn top_tier_is_strict() {
+        let mut s = sched(TierConfig { max_wait: Duration::ZERO, ..TierConfig::default() });
+        for i in 0..30 {
+            s.push(100 + i, info(3, 0));
+            s.push(200 + i, info(1, 0));
+            s.push(i, info(0, 0));
+        }
+        // Every tier-0 request first, in FIFO order, whatever the weights.
+        for i in 0..30 {
+            assert_eq!(s.pop(0), Some(i));
+        }
+        assert_eq!(s.stats().served[0], 30);
+        assert_eq!(s.len(), 60);
+        // A new tier-0 arrival preempts the backlog at once.
+        s.push(999, info(0, 0));
+        assert_eq!(s.pop(0), Some(999));
+    }
+
+    #[test]
+    fn lower_tiers_share_by_weight() {
+        let cfg = TierConfig { weights: [6, 3, 1], max_wait: Duration::ZERO, guard_batch: 8 };
+        let mut s = sched(cfg);
+        for i in 0..1000 {
+            for t in 1..4 {
+                s.push(i, info(t, 0));
+            }
+        }
+        for _ in 0..1000 {
+            s.pop(0).unwrap();
+        }
+        let st = s.stats();
+        // 6:3:1 of 1000 requests, within ±2 % of the total.
+        for (t, want) in [(1, 600), (2, 300), (3, 100)] {
+            assert!(st.served[t].abs_diff(want) <= 20, "tier {t}: {} want {want}: {st:?}", st.served[t]);
+        }
+    }
+
+    #[test]
+    fn guard_bounds_starvation_under_a_strict_backlog() {
+        // Tier 0 is always backlogged; tier 3 waits. Virtual time: 1 µs per pop.
+        let run = |max_wait: Duration| {
+            let mut s = sched(TierConfig { max_wait, guard_batch: 2, ..TierConfig::default() });
+            for i in 0..20 {
+                s.push(10_000 + i, info(3, 0));
+            }
+            let mut gaps = Vec::new();
+            let mut last = 0u64;
+            for now in 0..5_000u64 {
+                if s.tier_len[0] < 4 {
+                    s.push(now as u32, info(0, 0));
+                }
+                let id = s.pop(now * 1000).unwrap();
+                if id >= 10_000 {
+                    gaps.push(now - last);
+                    last = now;
+                }
+            }
+            gaps
+        };
+        // Without the guard the low tier never runs.
+        assert!(run(Duration::ZERO).is_empty());
+        let gaps = run(Duration::from_micros(100));
+        assert!(gaps.len() >= 20, "{gaps:?}");
+        // Between two services of the starved tier at most the bound plus one step passes.
+        assert!(gaps.iter().all(|&g| g <= 101), "{gaps:?}");
+    }
+
+    #[test]
+    fn boosted_tenant_gets_more_of_its_tier() {
+        let mut s = sched(TierConfig { max_wait: Duration::ZERO, ..TierConfig::default() });
+        for i in 0..1000 {
+            s.push(i, info(2, 1));
+            s.push(5000 + i, info(2, 2));
+        }
+        s.set_tenant_weight(1, 3.0);
+        let mut n1 = 0;
+        for _ in 0..800 {
+            if s.pop(0).unwrap() < 5000 {
+                n1 += 1;
+            }
+        }
+        assert!((580..=620).contains(&n1), "tenant 1 got {n1} of 800 at boost 3");
+    }
+
+    #[test]
+    fn unpop_restores_the_order_and_bad_config_is_refused() {
+        let mut s = sched(TierConfig::default());
+        s.push(1, info(2, 0));
+        s.push(2, info(2, 0));
+        assert_eq!(s.pop(0), Some(1));
+        s.unpop(1, info(2, 0));
+        assert_eq!((s.pop(0), s.pop(0), s.pop(0)), (Some(1), Some(2), None));
+        assert!(Tiered::new(TierConfig { weights: [0, 1, 1], ..TierConfig::default() }).is_err());
+        assert!(Tiered::new(TierConfig { guard_batch: 0, ..TierConfig::default() }).is_err());
+    }
+}
