@@ -424,3 +424,5 @@ pub extern "C" fn nvmedl_strerror(code: c_int) -> *const c_char {
     };
     s.as_ptr()
 }
+
+mod ext;
