@@ -114,10 +114,7 @@ fn refused(name: &str, sections: &str, reason: &str) -> Case {
     guard(true)?;
     let r = fio(name, &format!("{BAD}\n{sections}\n"))?;
     check(r.code != 0, format!("fio exit 0 for a bad job; stderr: {}", r.stderr.trim()))?;
-    check(
-        r.stderr.lines().any(|l| l.contains(reason)),
-        format!("no stderr line with '{reason}'; stderr: {}", r.stderr.trim()),
-    )?;
+    check(r.stderr.lines().any(|l| l.contains(reason)), format!("no stderr line with '{reason}'; stderr: {}", r.stderr.trim()))?;
     guard(false)
 }
 

@@ -426,3 +426,4 @@ pub extern "C" fn nvmedl_strerror(code: c_int) -> *const c_char {
 }
 
 mod ext;
+pub use ext::*;
