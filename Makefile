@@ -10,6 +10,7 @@
 #   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
+#   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -21,7 +22,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-guest wrr
+	test-64m bench bench-guest wrr fio
 
 all: modules
 
@@ -79,6 +80,13 @@ wrr: initramfs
 	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
 
 check: test-host dtcheck test-guest
+
+# fio (Debian's arm64 binary) through the directnvm ioengine (userspace/fio): crc32c
+# verification on all four cores, mixed sizes, a negative control, and the bad-job refusals;
+# fio's exit status and JSON report are the assertions (qemu/guest-tests/src/fio.rs).
+fio: initramfs
+	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
+	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
 # The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores
 # each write and verify a distinct 64 MiB range through the Rust API and through the C example
