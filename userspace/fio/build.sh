@@ -14,7 +14,7 @@ CC=aarch64-linux-gnu-gcc
 # fio's struct layouts depend on config-host.h: configure the tree for the guest's target.
 # The configure result differs from Debian's only in optional libraries (libaio, rdma,
 # zlib...) whose members sit at the end of struct io_u or in structs the engine never
-# touches; ->setup checks the layout at run time (the td slot fio writes into td->eo).
+# touches; ->setup checks the layout at run time (td->io_ops must be this engine).
 if [ ! -f "$FIO/config-host.h" ] || ! grep -q "'--cc=$CC'" "$FIO/config-host.h"; then
   (cd "$FIO" && ./configure --cc=$CC --disable-native --prefix=/usr >/dev/null)
 fi

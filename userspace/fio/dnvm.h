@@ -35,6 +35,7 @@ struct dnvm_thread {
 };
 
 extern struct fio_option dnvm_options[];
+extern struct ioengine_ops ioengine;
 
 /* Checks the job, claims its core and fills td->io_ops_data; 0 or 1 (reason logged). */
 int dnvm_setup(struct thread_data *td);

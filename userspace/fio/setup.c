@@ -33,7 +33,7 @@ static int refuse(struct thread_data *td, const char *fmt, ...)
 
 static bool is_dnvm(struct thread_data *td)
 {
-	return td->io_ops && td->io_ops->name && !strcmp(td->io_ops->name, "directnvm");
+	return td->io_ops == &ioengine;
 }
 
 /* The stonewall section of every job: jobs of one section run at the same time. */
@@ -189,8 +189,9 @@ int dnvm_setup(struct thread_data *td)
 	unsigned long long cap, max_req = 0, slice = 0, need;
 	int ncores, section, njobs, core, err, r, c;
 
-	/* fio writes td into the first slot of the engine options: a layout check of td->eo. */
-	if (!o || *(struct thread_data **) o != td)
+	/* Layout check: fio found this engine's ops and options where our headers say (io_ops
+	 * lies near the end of thread_data, after thread_options and thread_stat). */
+	if (td->io_ops != &ioengine || !o)
 		return refuse(td, "fio's thread_data does not match the headers this engine was built with");
 	if (!td->o.use_thread)
 		return refuse(td, "needs thread=1 (one libnvmedl handle per fio thread)");

@@ -137,7 +137,7 @@ pub fn run(t: &mut Tap) {
         check(r.stderr.contains("verify"), format!("no verify failure on stderr: {}", r.stderr.trim()))
     });
 
-    let cases: [(&str, &str, &str); 8] = [
+    let cases: [(&str, &str, &str); 9] = [
         ("bs-not-block", "[bad]\nbs=6k", "block size 6144 is not a multiple of the 4096-byte block"),
         ("range", "[bad]\noffset=1020m\nsize=8m", "is beyond the namespace capacity"),
         ("numjobs", "[bad]\nnumjobs=5", "5 directnvm jobs run together but the engine has 4 cores"),
@@ -145,7 +145,8 @@ pub fn run(t: &mut Tap) {
         ("thread", "[bad]\nthread=0", "needs thread=1"),
         ("scheduler", "[bad]\nscheduler=bogus", "unknown scheduler 'bogus'"),
         ("depth", "[bad]\niodepth=2048", "iodepth 2048 is above the handle's 1024 requests"),
-        ("unknown-option", "[bad]\ncorez=1", "corez"),
+        ("unknown-option", "[bad]\ncorez=1", "Bad option <corez=1>"),
+        ("priority-range", "[bad]\npriority=7", "priority: max value out of range"),
     ];
     for (name, sections, reason) in cases {
         t.case(&format!("fio: bad job refused before any I/O ({name}): {reason}"), || refused(name, sections, reason));
