@@ -77,12 +77,12 @@ static int named_core(struct thread_data *td, int *err)
 	return -1;
 }
 
-/* Jobs of this engine in the section of `td`; marks the cores the others name or were
- * given in `used`. */
-static int section_jobs(struct thread_data *td, int section, bool *used, int ncores)
+/* Jobs of this engine in the section of `td`. Marks in `taken` the cores of the jobs set up
+ * before this one, and in `named` the cores that the jobs still to be set up name. */
+static int section_jobs(struct thread_data *td, int section, bool *taken, bool *named, int ncores)
 {
 	struct thread_data *t;
-	int i, n = 0, err;
+	int i, n = 0, err, c;
 
 	for_each_td(t, i) {
 		if (!is_dnvm(t) || section_of(t) != section)
@@ -91,13 +91,13 @@ static int section_jobs(struct thread_data *td, int section, bool *used, int nco
 		if (t == td)
 			continue;
 		if (t->io_ops_data) {
-			struct dnvm_thread *s = t->io_ops_data;
-			if (s->core >= 0 && s->core < ncores)
-				used[s->core] = true;
-		} else {
-			int c = named_core(t, &err);
+			c = ((struct dnvm_thread *) t->io_ops_data)->core;
 			if (c >= 0 && c < ncores)
-				used[c] = true;
+				taken[c] = true;
+		} else {
+			c = named_core(t, &err);
+			if (c >= 0 && c < ncores)
+				named[c] = true;
 		}
 	}
 	return n;
@@ -185,7 +185,7 @@ int dnvm_setup(struct thread_data *td)
 {
 	struct dnvm_options *o = td->eo;
 	struct dnvm_thread *s;
-	bool used[1024] = { false };
+	bool taken[1024] = { false }, named[1024] = { false };
 	unsigned long long cap, max_req = 0, slice = 0, need;
 	int ncores, section, njobs, core, err, r, c;
 
@@ -211,7 +211,7 @@ int dnvm_setup(struct thread_data *td)
 	ncores = nvmedl_cores();
 	cap = nvmedl_capacity_lbas() * DNVM_LBA;
 	section = section_of(td);
-	njobs = section_jobs(td, section, used, ncores);
+	njobs = section_jobs(td, section, taken, named, ncores);
 	if (ncores <= 0 || njobs > ncores) {
 		pthread_mutex_unlock(&dnvm_lock);
 		return refuse(td, "%d directnvm jobs run together but the engine has %d cores", njobs, ncores);
@@ -225,7 +225,7 @@ int dnvm_setup(struct thread_data *td)
 		pthread_mutex_unlock(&dnvm_lock);
 		return refuse(td, "core %d does not exist (the engine has %d cores)", core, ncores);
 	}
-	if (core >= 0 && used[core]) {
+	if (core >= 0 && taken[core]) {
 		pthread_mutex_unlock(&dnvm_lock);
 		return refuse(td, "core %d already claimed by another job of this run", core);
 	}
@@ -242,7 +242,7 @@ int dnvm_setup(struct thread_data *td)
 		r = 1;
 		for (c = 0; c < ncores && r; c++) {
 			struct nvmedl_handle *h;
-			if (used[c])
+			if (taken[c] || named[c])
 				continue;
 			h = nvmedl_create_handle_with(c, o->scheduler);
 			if (!h)
