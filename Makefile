@@ -59,11 +59,14 @@ dtcheck: deps
 	@bash scripts/dtcheck.sh
 
 # The guest suite runs three times: the fake device as the published RTL (rev 1), as rev 2 with
-# one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs).
+# one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs);
+# then fio through the directnvm ioengine on rev 1 and rev 2 (`make fio`, about 2 minutes each).
 test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 1
 	@bash qemu/run.sh --suite --revision 2
 	@bash qemu/run.sh --suite --revision 2 --engines 4
+	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
+	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
 demo: initramfs
 	@bash qemu/run.sh --demo
