@@ -11,6 +11,7 @@
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
 //! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
+//! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -83,10 +84,13 @@ fn main() {
         }
         // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
+        "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|soak|fuzz|libbench|wrr|info] (got {other})");
+            eprintln!(
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|info] (got {other})"
+            );
             std::process::exit(2);
         }
     }
