@@ -15,6 +15,7 @@
 #                  header, pkg-config), nvmedl tools + man pages, udev rule; [KDIR=..] adds the modules
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
 #   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
+#   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -26,7 +27,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-guest wrr
+	test-64m bench bench-guest wrr fio
 
 all: modules
 
@@ -73,11 +74,14 @@ dtcheck: deps
 	@bash scripts/dtcheck.sh
 
 # The guest suite runs three times: the fake device as the published RTL (rev 1), as rev 2 with
-# one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs).
+# one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs);
+# then fio through the directnvm ioengine on rev 1 and rev 2 (`make fio`, about 2 minutes each).
 test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 1
 	@bash qemu/run.sh --suite --revision 2
 	@bash qemu/run.sh --suite --revision 2 --engines 4
+	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
+	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
 # The oldest supported kernel (docs/board.md "Kernel versions"): its own cached test kernel,
 # the modules built against it, the guest suite on rev 2.
@@ -137,6 +141,13 @@ oelint: deps
 # make install into a temporary DESTDIR, the C example built with pkg-config alone, the tools' --help.
 test-install: deps
 	@bash scripts/test-install.sh
+
+# fio (Debian's arm64 binary) through the directnvm ioengine (userspace/fio): crc32c
+# verification on all four cores, mixed sizes, a negative control, and the bad-job refusals;
+# fio's exit status and JSON report are the assertions (qemu/guest-tests/src/fio.rs).
+fio: initramfs
+	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
+	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
 # The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores
 # each write and verify a distinct 64 MiB range through the Rust API and through the C example

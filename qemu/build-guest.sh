@@ -11,4 +11,6 @@ export RUSTC_BOOTSTRAP=1
 cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind \
   "${GUEST_PKGS[@]}" >&2
 bash "$TOP/userspace/examples/build-c.sh" guest >&2
+# The fio ioengine (against the Debian fio source) with the static aarch64 libnvmedl.
+bash "$TOP/userspace/fio/build.sh" >&2
 echo "$TOP/target/aarch64-unknown-linux-gnu/release"

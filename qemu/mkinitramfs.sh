@@ -24,6 +24,17 @@ for b in dnvm-guest-tests nvmedl nvmedl-bench dlexample; do
 done
 # Debian arm64 programs (fio, e2fsprogs, nvme-cli) with their shared libraries and loader.
 bash "$TOP/scripts/guest-debs.sh" --copy "$ROOT"
+# The fio ioengine and the job files (userspace/fio); its libraries must be in the root.
+mkdir -p "$ROOT/usr/lib/fio" "$ROOT/usr/share/directnvm"
+aarch64-linux-gnu-strip --strip-unneeded -o "$ROOT/usr/lib/fio/libfio_directnvm.so" "$GUEST_BIN/libfio_directnvm.so"
+cp -r "$TOP/userspace/fio/jobs" "$ROOT/usr/share/directnvm/fio-jobs"
+DEBS=$(bash "$TOP/scripts/guest-debs.sh")
+for lib in $(aarch64-linux-gnu-readelf -d "$ROOT/usr/lib/fio/libfio_directnvm.so" | sed -n 's/.*(NEEDED).*\[\(.*\)\]/\1/p'); do
+  [ -e "$ROOT/lib/aarch64-linux-gnu/$lib" ] || [ -e "$ROOT/usr/lib/aarch64-linux-gnu/$lib" ] && continue
+  src=$(ls "$DEBS"/{lib,usr/lib}/aarch64-linux-gnu/"$lib" 2>/dev/null | head -n1)
+  [ -n "$src" ] || { echo "mkinitramfs: $lib (needed by libfio_directnvm.so) is in no fetched package" >&2; exit 1; }
+  mkdir -p "$ROOT/lib/aarch64-linux-gnu"; cp -L "$src" "$ROOT/lib/aarch64-linux-gnu/$lib"
+done
 install -m 0755 "$TOP/qemu/init.sh" "$ROOT/init"
 mkdir -p "$(dirname "$OUT")"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$OUT"

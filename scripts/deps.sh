@@ -15,7 +15,7 @@ SUDO=
 
 APT_PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc bison flex cpio kmod libelf-dev
   libssl-dev rsync device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  xz-utils python3-venv python3-dev swig file strace pkgconf)
+  xz-utils python3-venv python3-dev swig file strace pkgconf dpkg-dev)
 
 # The Debian mirror this machine already uses; the backports suites come from the same place.
 mirror_uri() {
@@ -169,6 +169,12 @@ install_rust_tools() {
   rustup component add rustfmt clippy || die "rustup component add rustfmt clippy failed"
 }
 
+# The source of the Debian fio that runs in the guest (the directnvm ioengine builds against
+# its headers): scripts/fio-src.sh, cached and idempotent.
+fetch_fio_src() {
+  bash "$(dirname "$0")/fio-src.sh" >/dev/null || die "cannot fetch the Debian fio source (scripts/fio-src.sh)"
+}
+
 setup_sources
 install_apt
 install_rust_tools
@@ -177,4 +183,5 @@ install_busybox
 install_bindgen
 link_rust_src
 install_oelint
+fetch_fio_src
 log "all dependencies present"

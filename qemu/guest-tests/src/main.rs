@@ -11,6 +11,8 @@
 //! * `knownbugs`: what raw ioctls still allow without the re-init protocol (not in `suite`);
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
+//! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
+//! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -18,6 +20,7 @@
 mod drivers;
 mod errtable;
 mod faults;
+mod fio;
 mod fuzz;
 mod isolation;
 mod kdrv;
@@ -68,6 +71,8 @@ fn main() {
             errtable::run(&mut t);
             isolation::run(&mut t, 1);
         }
+        // fio through the directnvm ioengine: verification and bad-job refusals (issue 15).
+        "fio" => fio::run(&mut t),
         // Reproducers of the module bugs these groups found (fail or hang until fixed).
         "knownbugs" => known_bugs::run(&mut t),
         "soak" => {
@@ -80,10 +85,13 @@ fn main() {
         }
         // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
+        "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|info] (got {other})");
+            eprintln!(
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|info] (got {other})"
+            );
             std::process::exit(2);
         }
     }

@@ -115,6 +115,16 @@
 #define NVMEDL_TIMEOUT_US_MAX 3600000000
 
 /*
+ `nvmedl_submit_tagged` operation: read (SSD to buffer).
+ */
+#define NVMEDL_OP_READ 0
+
+/*
+ `nvmedl_submit_tagged` operation: write (buffer to SSD).
+ */
+#define NVMEDL_OP_WRITE 1
+
+/*
  Tenant ids are `0 .. MAX_TENANTS`.
  */
 #define NVMEDL_MAX_TENANTS 16
@@ -274,7 +284,10 @@ int nvmedl_set_handle(struct nvmedl_handle *h, const char *param, uint64_t value
 /*
  Read a handle option: "iodepth" (the limit in force now, adaptive or fixed), "adaptive",
  "scheduler", "tenant", "tenants", "depth_windows" (decisions of the depth controller so
- far). The value (≥ 0) or a negative code.
+ far); or a property: "max_request" (largest request in bytes), "data_size" and
+ "data_free" (bytes of the data slice), "capacity_lbas" (512-byte LBAs), "revision", "core",
+ "engines" (urgency engines behind the HDU), "capacity" (requests the handle can hold).
+ The value (≥ 0) or a negative code (an unknown name: invalid argument).
 
  # Safety
  `h` is a live handle; `param` a NUL-terminated string.
@@ -414,6 +427,36 @@ int nvmedl_handle_revision(struct nvmedl_handle *h);
  Static text for a code returned by this library.
  */
 const char *nvmedl_strerror(int code);
+
+/*
+ As `nvmedl_create_handle`, with the level-1 scheduler named: "fifo" (the default, also
+ for NULL) or "priority" (strict urgency class, FIFO within a class, overdue deadlines
+ first). NULL on failure (`nvmedl_errno()` says why; an unknown name is invalid argument).
+
+ # Safety
+ `scheduler` is NULL or a NUL-terminated string.
+ */
+struct nvmedl_handle *nvmedl_create_handle_with(int cpu, const char *scheduler);
+
+/*
+ Queue a read or write (`NVMEDL_OP_*`) of `len` bytes at `lba` on `buf` (inside the data
+ slice, 4 KiB aligned) with the caller's `tag`, returned in its completion
+ (`nvmedl_poll_completions`), and urgency class `priority` (0..3; -1: the handle's).
+ Never waits: a full queue returns the queue-full code at once. 0 or a negative code.
+
+ # Safety
+ `h` is a live handle.
+ */
+int nvmedl_submit_tagged(struct nvmedl_handle *h, int op, void *buf, uint64_t lba, uint32_t len, int priority, uint64_t tag);
+
+/*
+ Start whatever is staged if the HDU is idle, ignoring the "batch" threshold (the
+ doorbell of clients that stage several requests first). 0 or a negative code.
+
+ # Safety
+ `h` is a live handle.
+ */
+int nvmedl_kick(struct nvmedl_handle *h);
 
 #ifdef __cplusplus
 }  // extern "C"

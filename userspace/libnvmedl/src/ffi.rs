@@ -297,7 +297,10 @@ pub unsafe extern "C" fn nvmedl_set_handle(h: *mut NvmedlHandle, param: *const c
 
 /// Read a handle option: "iodepth" (the limit in force now, adaptive or fixed), "adaptive",
 /// "scheduler", "tenant", "tenants", "depth_windows" (decisions of the depth controller so
-/// far). The value (≥ 0) or a negative code.
+/// far); or a property: "max_request" (largest request in bytes), "data_size" and
+/// "data_free" (bytes of the data slice), "capacity_lbas" (512-byte LBAs), "revision", "core",
+/// "engines" (urgency engines behind the HDU), "capacity" (requests the handle can hold).
+/// The value (≥ 0) or a negative code (an unknown name: invalid argument).
 ///
 /// # Safety
 /// `h` is a live handle; `param` a NUL-terminated string.
@@ -593,6 +596,9 @@ pub extern "C" fn nvmedl_strerror(code: c_int) -> *const c_char {
     };
     s.as_ptr()
 }
+
+mod ext;
+pub use ext::*;
 
 #[cfg(test)]
 #[path = "ffi_tests.rs"]

@@ -116,6 +116,6 @@ pub(crate) fn get(h: &NvmedlHandle, name: &[u8]) -> Result<u64> {
         b"tenant" => u64::from(h.h.tenant()),
         b"tenants" => u64::from(h.h.tenant_accounting_on()),
         b"depth_windows" => h.h.depth_sample().map_or(0, |s| s.windows),
-        _ => return Err(Error::InvalidArgument),
+        _ => return crate::ffi::property(h, name).ok_or(Error::InvalidArgument),
     })
 }

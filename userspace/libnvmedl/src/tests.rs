@@ -683,3 +683,73 @@ fn timed_out_queued_write_cannot_run_after_reset() {
     h.read(&r, 4096).unwrap();
     assert!(r.as_slice().iter().all(|&x| x == 0x11), "LBA 4096 changed after reset by a write that failed: {:#x}", r.as_slice()[0]);
 }
+
+/// The C ABI additions of the fio engine: scheduler at claim time, handle properties, tagged
+/// non-blocking submission with a per-request urgency, and the doorbell.
+#[test]
+fn c_abi_tagged_submission() {
+    use crate::ffi::*;
+    let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
+    let (_ip, dev) = board(HDU_REV2, 4);
+    nvmedl_admin_init_with(dev);
+    unsafe {
+        assert!(nvmedl_create_handle_with(1, c"bogus".as_ptr()).is_null());
+        assert_eq!(nvmedl_errno(), Error::InvalidArgument.code());
+        let h = nvmedl_create_handle_with(1, c"priority".as_ptr());
+        assert!(!h.is_null());
+        assert!(nvmedl_create_handle_with(1, std::ptr::null()).is_null());
+        assert_eq!(nvmedl_errno(), Error::Busy.code());
+        assert_eq!(nvmedl_get_handle(h, c"core".as_ptr()), 1);
+        assert_eq!(nvmedl_get_handle(h, c"revision".as_ptr()), 2);
+        assert_eq!(nvmedl_get_handle(h, c"engines".as_ptr()), 4);
+        assert!(nvmedl_get_handle(h, c"max_request".as_ptr()) >= 4096);
+        assert_eq!(nvmedl_get_handle(h, c"capacity_lbas".as_ptr()) as u64, nvmedl_capacity_lbas());
+        let size = nvmedl_get_handle(h, c"data_size".as_ptr());
+        assert_eq!(nvmedl_get_handle(h, c"data_free".as_ptr()), size);
+        assert_eq!(nvmedl_get_handle(h, c"bogus".as_ptr()), i64::from(Error::InvalidArgument.code()));
+        assert_eq!(nvmedl_set_handle(h, c"batch".as_ptr(), 4), 0);
+        assert_eq!(nvmedl_set_handle(h, c"iodepth".as_ptr(), 4), 0);
+        let buf = nvmedl_buf_alloc(h, 4096 * 4).cast::<u8>();
+        assert!(!buf.is_null());
+        assert_eq!(nvmedl_get_handle(h, c"data_free".as_ptr()), size - 4096 * 4);
+        for k in 0..4usize {
+            std::ptr::write_bytes(buf.add(4096 * k), k as u8 + 1, 4096);
+        }
+        // Tags are the caller's; priorities -1 (the handle's) and 0..3; 5 is refused.
+        for k in 0..4u64 {
+            let prio = if k == 0 { -1 } else { k as i32 };
+            let b = buf.add(4096 * k as usize).cast();
+            assert_eq!(nvmedl_submit_tagged(h, NVMEDL_OP_WRITE, b, 8 * k, 4096, prio, 0xdead_0000 + k), 0);
+        }
+        // Queue full at once (iodepth 4), not a wait.
+        assert_eq!(nvmedl_submit_tagged(h, NVMEDL_OP_WRITE, buf.cast(), 0, 4096, 0, 9), Error::QueueFull.code());
+        assert_eq!(nvmedl_submit_tagged(h, 7, buf.cast(), 0, 4096, 0, 9), Error::InvalidArgument.code());
+        assert_eq!(nvmedl_kick(h), 0);
+        let mut out = [NvmedlCompletion::default(); 4];
+        let mut tags = Vec::new();
+        let t0 = std::time::Instant::now();
+        while tags.len() < 4 {
+            let n = nvmedl_poll_completions(h, out.as_mut_ptr(), 4);
+            assert!(n >= 0);
+            for c in &out[..n as usize] {
+                assert_eq!(c.result, 0);
+                tags.push(c.tag);
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10));
+        }
+        tags.sort_unstable();
+        assert_eq!(tags, (0..4).map(|k| 0xdead_0000 + k).collect::<Vec<_>>());
+        std::ptr::write_bytes(buf, 0, 4096 * 4);
+        for k in 0..4u64 {
+            let b = buf.add(4096 * k as usize).cast();
+            assert_eq!(nvmedl_submit_tagged(h, NVMEDL_OP_READ, b, 8 * k, 4096, 5, k), Error::InvalidArgument.code());
+            assert_eq!(nvmedl_submit_tagged(h, NVMEDL_OP_READ, b, 8 * k, 4096, 3, k), 0);
+        }
+        assert_eq!(nvmedl_wait(h), 4);
+        for k in 0..4usize {
+            assert!(std::slice::from_raw_parts(buf.add(4096 * k), 4096).iter().all(|&x| x == k as u8 + 1));
+        }
+        nvmedl_destroy_handle(h);
+    }
+    nvmedl_admin_fini();
+}
