@@ -10,6 +10,7 @@
 //! * `knownbugs`: what raw ioctls still allow without the re-init protocol (not in `suite`);
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
+//! * `ublk`: nvmedl-ublk: block device, ext4, fio verify, kill/recover, NVMe/TCP export (issue 16);
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -32,6 +33,9 @@ mod sys;
 #[cfg(test)]
 mod syzlang;
 mod tap;
+mod ublk;
+mod ublk_net;
+mod ublk_srv;
 mod wrr;
 
 /// The reliability groups in their suite forms.
@@ -49,6 +53,11 @@ fn reliability(t: &mut tap::Tap) {
 
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
+    // A writer process of the `ublk` mode (not a mode of its own: no TAP, no kernel checks).
+    if arg == "ublk-writer" {
+        let rest: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(ublk_srv::writer_main(&rest));
+    }
     let t0 = std::time::Instant::now();
     let mut t = tap::Tap::default();
     match arg.as_str() {
@@ -80,9 +89,10 @@ fn main() {
         // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
+        "ublk" => ublk::run_mode(&mut t),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|info] (got {other})");
+            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|ublk|info] (got {other})");
             std::process::exit(2);
         }
     }

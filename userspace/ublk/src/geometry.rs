@@ -11,8 +11,10 @@ pub const GRANULE: u64 = 4096;
 pub const RMW_PAD: u64 = 2 * GRANULE;
 /// Largest I/O advertised to the block layer (ublk's copy mode limit is far above it).
 pub const MAX_IO_CAP: u64 = 512 * 1024;
-/// Default queue depth when the slice holds at least this many buffers.
-pub const DEFAULT_DEPTH: u32 = 64;
+/// Default queue depth, halved until each tag gets at least [`MIN_DEFAULT_BUF`] bytes.
+pub const DEFAULT_DEPTH: u32 = 32;
+/// Smallest per-tag buffer the default depth settles for (16 KiB of I/O plus the pad).
+pub const MIN_DEFAULT_BUF: u64 = 16 * 1024 + RMW_PAD;
 
 /// What one queue (one core) and the block device look like.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,13 +36,19 @@ fn round_down(v: u64) -> u64 {
 }
 
 impl Geometry {
-    /// Fit `depth` buffers (or as many as fit, at most [`DEFAULT_DEPTH`]) into a `slice`-byte
+    /// Fit `depth` buffers (default: [`DEFAULT_DEPTH`], fewer on a small slice) into a `slice`-byte
     /// data slice whose engine moves at most `max_request` bytes per request.
     pub fn fit(sectors: u64, max_request: u64, slice: usize, depth: Option<u32>, flush: bool) -> Result<Geometry> {
         let buf_cap = round_down(max_request.min(MAX_IO_CAP + RMW_PAD));
         let depth = match depth {
             Some(d) => d,
-            None => ((slice as u64 / buf_cap.max(1)) as u32).clamp(1, DEFAULT_DEPTH),
+            None => {
+                let mut d = DEFAULT_DEPTH;
+                while d > 1 && (slice as u64 / u64::from(d)) < MIN_DEFAULT_BUF {
+                    d /= 2;
+                }
+                d
+            }
         };
         let buf_bytes = round_down(buf_cap.min(slice as u64 / u64::from(depth.max(1))));
         if depth == 0 || buf_bytes < RMW_PAD + GRANULE {
@@ -97,10 +105,14 @@ mod tests {
     #[test]
     fn default_depth_fills_the_slice() {
         let g = Geometry::fit(1 << 20, 1 << 20, 4 << 20, None, true).unwrap();
-        assert_eq!(g.buf_bytes, MAX_IO_CAP + RMW_PAD);
-        assert_eq!(g.depth, ((4u64 << 20) / (MAX_IO_CAP + RMW_PAD)) as u32);
+        assert_eq!(g.depth, DEFAULT_DEPTH);
+        assert_eq!(g.buf_bytes, (4 << 20) / u64::from(DEFAULT_DEPTH));
         assert!(u64::from(g.depth) * g.buf_bytes <= 4 << 20);
         assert_eq!(g.max_io % GRANULE, 0);
+        // A small slice halves the default depth rather than starving the buffers.
+        let small = Geometry::fit(1 << 20, 1 << 20, 256 << 10, None, true).unwrap();
+        assert_eq!(small.depth, 8);
+        assert!(small.buf_bytes >= MIN_DEFAULT_BUF);
     }
 
     #[test]
