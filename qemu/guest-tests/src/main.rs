@@ -11,6 +11,7 @@
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
 //! * `ublk`: nvmedl-ublk: block device, ext4, fio verify, kill/recover, NVMe/TCP export (issue 16);
+//! * `ublkbench`: libnvmedl vs ublk vs NVMe/TCP figures (not in `make check`);
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -34,6 +35,7 @@ mod sys;
 mod syzlang;
 mod tap;
 mod ublk;
+mod ublk_bench;
 mod ublk_net;
 mod ublk_srv;
 mod wrr;
@@ -90,9 +92,12 @@ fn main() {
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "ublk" => ublk::run_mode(&mut t),
+        "ublkbench" => std::process::exit(if ublk_bench::run() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
-            eprintln!("usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|ublk|info] (got {other})");
+            eprintln!(
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|soak|fuzz|libbench|wrr|ublk|ublkbench|info] (got {other})"
+            );
             std::process::exit(2);
         }
     }
