@@ -196,8 +196,11 @@ pub fn run_mode(t: &mut Tap) {
             return;
         }
     };
-    bad_input(t);
-    let s = match Server::start(&["--cores", CORES]) {
+    // The first server traces its start and first commands on stderr (the console log).
+    std::env::set_var("NVMEDL_UBLK_TRACE", "20");
+    let first = Server::start(&["--cores", CORES]);
+    std::env::remove_var("NVMEDL_UBLK_TRACE");
+    let s = match first {
         Ok(s) => s,
         Err(e) => {
             t.case("ublk: server starts on cores 0,1", || Err(e));
@@ -211,4 +214,5 @@ pub fn run_mode(t: &mut Tap) {
     if let Some(s) = crash(t, s) {
         stop(t, s);
     }
+    bad_input(t);
 }

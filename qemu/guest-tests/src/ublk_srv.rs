@@ -1,11 +1,13 @@
 //! Helpers of the `ublk` mode: the `nvmedl-ublk` server as a child process, file contents
 //! that can be regenerated for verification, and the writer processes.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Stdio};
 
 pub const SERVER: &str = "/bin/nvmedl-ublk";
+/// Bound of the wait for a server's ready line.
+const READY_SECS: u64 = 60;
 
 /// A running server and the block device it announced.
 pub struct Server {
@@ -33,20 +35,23 @@ impl Server {
             .arg("serve")
             .args(args)
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
+            .stderr(Stdio::inherit())
             .spawn()
             .map_err(|e| format!("spawn {SERVER}: {e}"))?;
-        let mut line = String::new();
         let out = child.stdout.take().ok_or("no stdout")?;
-        let _ = BufReader::new(out).read_line(&mut line);
+        // The ready line, bounded: a server stuck in START_DEV fails the case, not the boot.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(out).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(std::time::Duration::from_secs(READY_SECS)).unwrap_or_default();
         let Some(bdev) = line.split_whitespace().find(|w| w.starts_with("/dev/ublkb")) else {
             let _ = child.kill();
             let _ = child.wait();
-            let mut err = String::new();
-            if let Some(mut e) = child.stderr.take() {
-                let _ = e.read_to_string(&mut err);
-            }
-            return Err(format!("server did not start: {}{}", line.trim(), err.trim()));
+            let (_, dmesg) = crate::sys::sh("dmesg | tail -8");
+            return Err(format!("server did not start (its stderr is above): {} | dmesg: {}", line.trim(), dmesg.trim()));
         };
         let id = bdev.trim_start_matches("/dev/ublkb").parse().map_err(|_| format!("bad ready line {line:?}"))?;
         Ok(Server { child, id, bdev: bdev.to_string() })
@@ -61,14 +66,10 @@ impl Server {
         // SAFETY: plain kill(2) on our own child's pid.
         unsafe { libc::kill(self.pid(), libc::SIGTERM) };
         let st = self.child.wait().map_err(|e| e.to_string())?;
-        let mut err = String::new();
-        if let Some(mut e) = self.child.stderr.take() {
-            let _ = e.read_to_string(&mut err);
-        }
         if st.success() {
             Ok(())
         } else {
-            Err(format!("server exited with {st}: {}", err.trim()))
+            Err(format!("server exited with {st} (its stderr is above)"))
         }
     }
 
@@ -93,7 +94,12 @@ pub fn gone(path: &str) -> bool {
 /// The ublk block devices present.
 pub fn ublk_devs() -> Vec<String> {
     let mut v: Vec<String> = std::fs::read_dir("/dev")
-        .map(|r| r.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| n.starts_with("ublk")).collect())
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("ublkb") || n.starts_with("ublkc"))
+                .collect()
+        })
         .unwrap_or_default();
     v.sort();
     v

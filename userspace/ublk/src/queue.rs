@@ -39,6 +39,8 @@ pub struct QueueIo {
     inflight: Vec<Option<(Kind, usize)>>,
     n_inflight: usize,
     done: Vec<Completion>,
+    /// Commands still to trace on stderr (`NVMEDL_UBLK_TRACE=N`).
+    trace: u32,
 }
 
 /// A stuck engine must not hang the queue forever: fail what is left after this long.
@@ -56,6 +58,7 @@ impl QueueIo {
             inflight: vec![None; depth],
             n_inflight: 0,
             done: vec![Completion { tag: 0, result: Ok(()) }; depth.max(16)],
+            trace: std::env::var("NVMEDL_UBLK_TRACE").ok().and_then(|v| v.parse().ok()).unwrap_or(0),
         }
     }
 
@@ -64,6 +67,10 @@ impl QueueIo {
         let iod = q.get_iod(tag);
         let op = iod.op_flags & 0xff;
         let (sector, bytes) = (iod.start_sector, u64::from(iod.nr_sectors) << 9);
+        if self.trace > 0 {
+            self.trace -= 1;
+            eprintln!("nvmedl-ublk: q{} tag {tag} op {op} sector {sector} bytes {bytes}", self.qid);
+        }
         let res = match op {
             sys::UBLK_IO_OP_READ => self.start_read(tag, sector, bytes),
             sys::UBLK_IO_OP_WRITE => self.start_write(q, tag, sector, bytes),

@@ -80,6 +80,10 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         cores.push(Some(CoreIo { handle, bufs }));
     }
     let _ = std::fs::create_dir_all(UblkCtrl::run_dir());
+    let trace = std::env::var_os("NVMEDL_UBLK_TRACE").is_some();
+    if trace {
+        eprintln!("nvmedl-ublk: claimed cores {:?}, {geo:?}", a.cores);
+    }
     signals::block_stop_signals();
 
     let ctrl = match a.recover {
@@ -104,6 +108,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV)
             .build()?,
     };
+    if trace {
+        eprintln!("nvmedl-ublk: ublk device {} added, starting", ctrl.dev_info().dev_id);
+    }
     let cores = Arc::new(Mutex::new(cores));
     let urgency = a.urgency;
     let tgt_init = move |dev: &mut UblkDev| {
@@ -158,6 +165,9 @@ fn run_queue(qid: u16, dev: &UblkDev, io: CoreIo, urgency: u16, geo: Geometry) {
             return;
         }
     };
+    if std::env::var_os("NVMEDL_UBLK_TRACE").is_some() {
+        eprintln!("nvmedl-ublk: queue {qid}: fetch commands queued");
+    }
     q.wait_and_handle_io(move |q, tag, ctx| st.on_cqe(q, tag, ctx));
 }
 
