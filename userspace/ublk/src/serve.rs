@@ -10,7 +10,9 @@ use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
 use libublk::io::{BufDescList, UblkDev, UblkQueue};
 use libublk::{sys, UblkFlags};
 use nvmedl::{Device, HandleOptions};
+use std::fs::File;
 use std::io::Write;
+use std::os::fd::BorrowedFd;
 use std::sync::{Arc, Mutex};
 
 /// Device flags: user copy (data moves once, kernel ↔ DMA slice) and user recovery with
@@ -149,11 +151,14 @@ pub fn serve(a: ServeArgs) -> Result<()> {
 }
 
 fn run_queue(qid: u16, dev: &UblkDev, io: CoreIo, urgency: u16, geo: Geometry) {
-    let path = format!("/dev/ublkc{}", dev.dev_info.dev_id);
-    let cdev = match std::fs::OpenOptions::new().read(true).write(true).open(&path) {
-        Ok(f) => f,
+    // /dev/ublkcN opens only once (libublk holds it): use a duplicate of libublk's descriptor.
+    let fd = dev.tgt.fds[0];
+    // SAFETY: tgt.fds[0] is the open /dev/ublkcN of `dev`, which outlives this call; it is only
+    // borrowed long enough to duplicate it.
+    let cdev = match unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned() {
+        Ok(f) => File::from(f),
         Err(e) => {
-            eprintln!("nvmedl-ublk: {}", io_err(path, e));
+            eprintln!("nvmedl-ublk: queue {qid}: {}", io_err("dup /dev/ublkc", e));
             return;
         }
     };
