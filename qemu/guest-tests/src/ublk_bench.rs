@@ -79,7 +79,8 @@ pub fn run() -> bool {
     let _ = sh("ip link set lo up");
     let (e, out) = srv(&["export", "--dev", &s.id.to_string(), "--tcp", "127.0.0.1:4420"]);
     let hostnqn = "nqn.2014-08.org.nvmexpress:uuid:6a1f0b1e-0000-4000-8000-000000000016";
-    let (c, cout) = sh(&format!("nvme connect -t tcp -a 127.0.0.1 -s 4420 -n {nqn} --hostnqn {hostnqn}"));
+    let (c, cout) =
+        sh(&format!("nvme connect -t tcp -a 127.0.0.1 -s 4420 -n {nqn} --hostnqn {hostnqn} --hostid 6a1f0b1e-0000-4000-8000-000000000016"));
     if e && c {
         std::thread::sleep(std::time::Duration::from_secs(1));
         let (_, dev) = sh(&format!("grep -l {nqn} /sys/block/nvme*/device/subsysnqn | head -1 | cut -d/ -f4"));

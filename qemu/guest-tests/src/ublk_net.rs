@@ -7,6 +7,7 @@ use crate::tap::{check, Case, Tap};
 use crate::ublk_srv::{run as srv, Server};
 
 const ADDR: &str = "127.0.0.1:4420";
+const HOSTID: &str = "6a1f0b1e-0000-4000-8000-000000000016";
 const HOSTNQN: &str = "nqn.2014-08.org.nvmexpress:uuid:6a1f0b1e-0000-4000-8000-000000000016";
 
 fn shok(cmd: &str) -> Case {
@@ -43,7 +44,7 @@ pub fn run(t: &mut Tap, s: &Server) {
         let (ok2, out2) = srv(&["export", "--dev", &id, "--tcp", ADDR, "--nqn", "nqn.2026-01.io.directnvm:other"]);
         let r = (|| {
             check(!ok2 && out2.contains("already"), format!("second export on the same port: {out2:?}"))?;
-            shok(&format!("nvme connect -t tcp -a 127.0.0.1 -s 4420 -n {nqn} --hostnqn {HOSTNQN}"))?;
+            shok(&format!("nvme connect -t tcp -a 127.0.0.1 -s 4420 -n {nqn} --hostnqn {HOSTNQN} --hostid {HOSTID}"))?;
             let fab = fabric_bdev(&nqn).ok_or("no fabric namespace block device appeared")?;
             let r = (|| {
                 shok("head -c 262144 /dev/urandom > /tmp/n.in && head -c 262144 /dev/urandom > /tmp/n2.in")?;
