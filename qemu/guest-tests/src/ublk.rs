@@ -133,6 +133,7 @@ fn crash(t: &mut Tap, s: Server) -> Option<Server> {
         shok(&format!("fsck.ext4 -fn {dev}"))?;
         shok(&format!("mount -t ext4 {dev} {MNT}"))?;
         let d = durable(log);
+        println!("# ublk crash: server killed after {before} fsync'd files; {} fsync'd in all, verifying", d.len());
         eq(d.len(), WRITERS * 40, "files fsync'd in all")?;
         for (n, i) in &d {
             verify_file(MNT, n, *i)?;
