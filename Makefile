@@ -59,10 +59,13 @@ dtcheck: deps
 
 # The guest suite runs three times: the fake device as the published RTL (rev 1), as rev 2 with
 # one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs).
+# Then the ublk mode (nvmedl-ublk: ext4 + fsck, fio verify, kill -9/--recover, NVMe/TCP) on rev 1 and 2.
 test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 1
 	@bash qemu/run.sh --suite --revision 2
 	@bash qemu/run.sh --suite --revision 2 --engines 4
+	@bash qemu/run.sh --mode ublk --revision 1
+	@bash qemu/run.sh --mode ublk --revision 2
 
 demo: initramfs
 	@bash qemu/run.sh --demo
