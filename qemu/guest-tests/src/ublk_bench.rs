@@ -39,7 +39,9 @@ fn direct(qd: u32) -> Option<(f64, f64, f64)> {
     let cmd = format!("nvmedl-bench --rw rand-read --cores 2 --iodepth {qd} --runtime {SECS}");
     let (_, out) = sh(&cmd);
     let total = out.lines().find(|l| l.starts_with("total:"))?;
-    let iops = total.split(", ").nth(1)?.split_whitespace().next()?.parse().ok()?;
+    // "total: N I/Os in S s: X IOPS, Y MB/s"
+    let tw: Vec<&str> = total.split_whitespace().collect();
+    let iops = tw.get(tw.iter().position(|w| w.starts_with("IOPS"))?.checked_sub(1)?)?.parse().ok()?;
     let lat = out.lines().find(|l| l.starts_with("latency"))?;
     let w: Vec<&str> = lat.split_whitespace().collect();
     let at = |k: &str| w.iter().position(|x| *x == k).and_then(|i| w.get(i + 1)).and_then(|v| v.parse().ok());
