@@ -67,6 +67,13 @@ pub fn run(t: &mut Tap, s: &Server) {
             "configfs nvmet not empty after unexport",
         )
     });
+    t.case("nvme/tcp: export on a port another program listens on is a clear error, nothing left", || {
+        let held = std::net::TcpListener::bind("127.0.0.1:4421").map_err(|e| format!("bind 4421: {e}"))?;
+        let (ok, out) = srv(&["export", "--dev", &id, "--tcp", "127.0.0.1:4421"]);
+        drop(held);
+        check(!ok && out.contains("4421") && out.lines().count() == 1, format!("{out:?}"))?;
+        check(empty("/sys/kernel/config/nvmet/subsystems") && empty("/sys/kernel/config/nvmet/ports"), "configfs nvmet not empty")
+    });
     t.case("nvme/tcp: unexport of what is not exported is a clear error", || {
         let (ok, out) = srv(&["unexport", "--dev", &id]);
         check(!ok && out.contains("not exported") && out.lines().count() == 1, format!("{out:?}"))
