@@ -75,13 +75,16 @@ dtcheck: deps
 
 # The guest suite runs three times: the fake device as the published RTL (rev 1), as rev 2 with
 # one engine per HDU, and as rev 2 with one engine per urgency class (4 per HDU, 16 queue pairs);
-# then fio through the directnvm ioengine on rev 1 and rev 2 (`make fio`, about 2 minutes each).
+# then fio through the directnvm ioengine on rev 1 and rev 2 (`make fio`, about 2 minutes each),
+# then the ublk mode (nvmedl-ublk: ext4 + fsck, fio verify, kill -9/--recover, NVMe/TCP) on rev 1 and 2.
 test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 1
 	@bash qemu/run.sh --suite --revision 2
 	@bash qemu/run.sh --suite --revision 2 --engines 4
 	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
+	@bash qemu/run.sh --mode ublk --revision 1
+	@bash qemu/run.sh --mode ublk --revision 2
 
 # The oldest supported kernel (docs/board.md "Kernel versions"): its own cached test kernel,
 # the modules built against it, the guest suite on rev 2.

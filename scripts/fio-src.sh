@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # The exact source of the Debian fio package that runs in the guest (qemu/guest-debs.list), for
 # building the directnvm ioengine against fio's own headers and config-host.h.
 # Idempotent; prints the configured source tree on stdout.

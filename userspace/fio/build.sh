@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: MIT OR Apache-2.0
 # Build the fio ioengine `directnvm` for the guest: libfio_directnvm.so (aarch64), compiled
 # against the configured source of the Debian fio package that the initramfs carries
 # (scripts/fio-src.sh), linked with the static aarch64 libnvmedl (qemu/build-guest.sh builds

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: GPL-2.0-only */
 /*
  * fio ioengine "directnvm": shared declarations of the engine's files.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * The directnvm fio ioengine: fio's queue/commit/getevents/event on libnvmedl's
  * submit/kick/poll, one handle per fio thread, I/O buffers carved from the handle's DMA

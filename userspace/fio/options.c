@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * Engine options of the directnvm ioengine. Values are range-checked by fio's own parser
  * (minval/maxval); names fio does not know are refused by fio ("Bad option <name>").

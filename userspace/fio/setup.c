@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: GPL-2.0-only
 /*
  * Job checks of the directnvm ioengine and its core assignment. ->setup runs in fio's main
  * thread for every job, one after another, before any job thread starts (create_serialize,

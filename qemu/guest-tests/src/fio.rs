@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! fio through the directnvm ioengine (issue 15): Debian's fio in the guest loads
 //! libfio_directnvm.so; fio's own crc32c verification and exit status are the assertions,
 //! plus the engine's refusals of bad jobs (one line each, no I/O: the region they would

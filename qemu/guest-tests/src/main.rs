@@ -13,6 +13,8 @@
 //! * `wrr`: the arbitration experiment (`make wrr`);
 //! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
 //! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
+//! * `ublk`: nvmedl-ublk: block device, ext4, fio verify, kill/recover, NVMe/TCP export (issue 16);
+//! * `ublkbench`: libnvmedl vs ublk vs NVMe/TCP figures (not in `make check`);
 //! * `info`: demo output.
 //!
 //! Every mode that touches the kernel ends with the kernel-log check and the summary.
@@ -36,6 +38,10 @@ mod sys;
 #[cfg(test)]
 mod syzlang;
 mod tap;
+mod ublk;
+mod ublk_bench;
+mod ublk_net;
+mod ublk_srv;
 mod wrr;
 
 /// The reliability groups in their suite forms.
@@ -53,6 +59,11 @@ fn reliability(t: &mut tap::Tap) {
 
 fn main() {
     let arg = std::env::args().nth(1).unwrap_or_else(|| "suite".into());
+    // A writer process of the `ublk` mode (not a mode of its own: no TAP, no kernel checks).
+    if arg == "ublk-writer" {
+        let rest: Vec<String> = std::env::args().skip(2).collect();
+        std::process::exit(ublk_srv::writer_main(&rest));
+    }
     let t0 = std::time::Instant::now();
     let mut t = tap::Tap::default();
     match arg.as_str() {
@@ -87,10 +98,12 @@ fn main() {
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
         "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
+        "ublk" => ublk::run_mode(&mut t),
+        "ublkbench" => std::process::exit(if ublk_bench::run() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
             eprintln!(
-                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|info] (got {other})"
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|ublk|ublkbench|info] (got {other})"
             );
             std::process::exit(2);
         }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The QoS keys of `nvmedl_set_handle` / `nvmedl_get_handle` (ranges in the `ffi` docs and
 //! docs/qos.md). Control path: these may allocate (new scheduler, tenant histograms).
 

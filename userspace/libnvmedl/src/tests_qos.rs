@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Host tests of the QoS mechanisms on the in-process device model (issue 17 item 6). The
 //! controller's convergence, the WRR ratios and the starvation bound are also checked in
 //! virtual time in `qos::{depth, tiers}`; here they run through a real handle.

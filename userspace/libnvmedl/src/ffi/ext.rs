@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! C ABI additions for clients that size their work from the handle (the fio engine): the
 //! scheduler chosen at claim time and read-only handle properties.
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! The depth advisor behind `nvmedl advise`: the M/D/1/K table (`mdk`) per depth, per class
 //! under WRR, and the smallest depth within a fraction of saturation (docs/qos.md).
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Adaptive queue depth: a per-handle proportional-integral controller that moves the in-flight
 //! limit so the measured queueing delay tracks a target (docs/qos.md).
 //!

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! Tenants: per-tenant accounting (I/Os, bytes, latency percentiles, share against a target)
 //! and a bounded, decaying weight boost for tenants below their target (docs/qos.md).
 //!

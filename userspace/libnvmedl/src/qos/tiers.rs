@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
 //! `Tiered`: strict top tier, weighted lower tiers, max-service-interval guard (docs/qos.md).
 //!
 //! * Tier = the request's urgency class (0 .. 3). Tier 0 is served strictly while non-empty.

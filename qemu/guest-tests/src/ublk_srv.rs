@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Helpers of the `ublk` mode: the `nvmedl-ublk` server as a child process, file contents
+//! that can be regenerated for verification, and the writer processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::os::unix::fs::OpenOptionsExt;
+use std::process::{Child, Command, Stdio};
+
+pub const SERVER: &str = "/bin/nvmedl-ublk";
+/// Bound of the wait for a server's ready line.
+const READY_SECS: u64 = 60;
+
+/// A running server and the block device it announced.
+pub struct Server {
+    child: Child,
+    pub id: i32,
+    pub bdev: String,
+}
+
+/// Run `nvmedl-ublk ARGS` to completion: (success, stdout + stderr).
+pub fn run(args: &[&str]) -> (bool, String) {
+    match Command::new(SERVER).args(args).output() {
+        Ok(o) => {
+            let mut s = String::from_utf8_lossy(&o.stdout).into_owned();
+            s.push_str(&String::from_utf8_lossy(&o.stderr));
+            (o.status.success(), s)
+        }
+        Err(e) => (false, e.to_string()),
+    }
+}
+
+impl Server {
+    /// Start `nvmedl-ublk serve ARGS` and wait for its ready line; `Err` carries its stderr.
+    pub fn start(args: &[&str]) -> Result<Server, String> {
+        let mut child = Command::new(SERVER)
+            .arg("serve")
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("spawn {SERVER}: {e}"))?;
+        let out = child.stdout.take().ok_or("no stdout")?;
+        // The ready line, bounded: a server stuck in START_DEV fails the case, not the boot.
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let mut line = String::new();
+            let _ = BufReader::new(out).read_line(&mut line);
+            let _ = tx.send(line);
+        });
+        let line = rx.recv_timeout(std::time::Duration::from_secs(READY_SECS)).unwrap_or_default();
+        let Some(bdev) = line.split_whitespace().find(|w| w.starts_with("/dev/ublkb")) else {
+            let _ = child.kill();
+            let _ = child.wait();
+            let (_, dmesg) = crate::sys::sh("dmesg | tail -8");
+            return Err(format!("server did not start (its stderr is above): {} | dmesg: {}", line.trim(), dmesg.trim()));
+        };
+        let id = bdev.trim_start_matches("/dev/ublkb").parse().map_err(|_| format!("bad ready line {line:?}"))?;
+        Ok(Server { child, id, bdev: bdev.to_string() })
+    }
+
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// SIGTERM, wait, and report the exit status.
+    pub fn stop(mut self) -> Result<(), String> {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let st = self.child.wait().map_err(|e| e.to_string())?;
+        if st.success() {
+            Ok(())
+        } else {
+            Err(format!("server exited with {st} (its stderr is above)"))
+        }
+    }
+
+    /// SIGKILL and reap: the block device stays (user recovery).
+    pub fn kill9(mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Wait (bounded) until `path` disappears; true if it did.
+pub fn gone(path: &str) -> bool {
+    for _ in 0..200 {
+        if !std::path::Path::new(path).exists() {
+            return true;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(25));
+    }
+    false
+}
+
+/// The ublk block devices present.
+pub fn ublk_devs() -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir("/dev")
+        .map(|r| {
+            r.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with("ublkb") || n.starts_with("ublkc"))
+                .collect()
+        })
+        .unwrap_or_default();
+    v.sort();
+    v
+}
+
+/// Every core in `cores` can be claimed by this process (nothing left claimed).
+pub fn cores_free(cores: &[u32]) -> Result<(), String> {
+    let dev = nvmedl::Device::open().map_err(|e| e.to_string())?;
+    for &c in cores {
+        dev.handle(c).map_err(|e| format!("core {c} still claimed: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Deterministic content of file `name` (xorshift seeded by the name), `len` bytes.
+pub fn content(name: &str, len: usize) -> Vec<u8> {
+    let mut x: u64 = name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) | 1;
+    (0..len)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x as u8
+        })
+        .collect()
+}
+
+/// Length of file number `i` (not a multiple of the block size, from 1 to ~100 KiB).
+pub fn file_len(i: usize) -> usize {
+    (i * 7919 + 513) % (100 * 1024) + 1
+}
+
+/// `dnvm-guest-tests ublk-writer DIR TAG COUNT [LOG]`: write COUNT files DIR/TAG-i; with LOG,
+/// fsync each file and the directory, then append its name to LOG (the durable set).
+pub fn writer_main(args: &[String]) -> i32 {
+    let (Some(dir), Some(tag), Some(count)) = (args.first(), args.get(1), args.get(2).and_then(|c| c.parse::<usize>().ok())) else {
+        eprintln!("usage: ublk-writer DIR TAG COUNT [LOG]");
+        return 2;
+    };
+    let log = args.get(3);
+    for i in 0..count {
+        let name = format!("{tag}-{i}");
+        let path = format!("{dir}/{name}");
+        let r = (|| -> std::io::Result<()> {
+            let mut f = std::fs::File::create(&path)?;
+            f.write_all(&content(&name, file_len(i)))?;
+            if let Some(log) = log {
+                f.sync_all()?;
+                std::fs::File::open(dir)?.sync_all()?;
+                let mut l = std::fs::OpenOptions::new().append(true).create(true).custom_flags(libc::O_SYNC).open(log)?;
+                writeln!(l, "{name} {i}")?;
+            }
+            Ok(())
+        })();
+        if let Err(e) = r {
+            eprintln!("ublk-writer: {path}: {e}");
+            return 1;
+        }
+    }
+    0
+}
+
+/// Check file `dir/name` holds the content of file number `i`.
+pub fn verify_file(dir: &str, name: &str, i: usize) -> Result<(), String> {
+    let got = std::fs::read(format!("{dir}/{name}")).map_err(|e| format!("{name}: {e}"))?;
+    if got != content(name, file_len(i)) {
+        return Err(format!("{name}: content differs ({} bytes read, {} expected)", got.len(), file_len(i)));
+    }
+    Ok(())
+}
