@@ -573,39 +573,46 @@ fn start_queue_overlaps_batches_and_data_verifies() {
     let mut h = dev.handle_with(0, HandleOptions { capacity: 2 * qd, iodepth: qd, ..opts() }).unwrap();
     let mut bufs: Vec<Buffer> = (0..qd).map(|_| h.buf_alloc(4096).unwrap()).collect();
     let blocks = 512u64;
-    for write in [true, false] {
-        let mut next = 0u64;
-        let mut done = 0u64;
-        let mut busy = vec![None::<u64>; qd];
-        let mut out = empty();
-        let t0 = std::time::Instant::now();
-        while done < blocks {
-            for (i, slot) in busy.iter_mut().enumerate() {
-                if slot.is_none() && next < blocks {
-                    let lba = next * 8;
-                    let b = &mut bufs[i];
-                    if write {
-                        fill(b, lba);
-                    } else {
-                        b.as_mut_slice().fill(0);
+    // Whether a START lands behind a running batch depends on timing (a loaded host can finish
+    // every batch before the next START); up to 5 rounds, each still verifying every block.
+    for _round in 0..5 {
+        for write in [true, false] {
+            let mut next = 0u64;
+            let mut done = 0u64;
+            let mut busy = vec![None::<u64>; qd];
+            let mut out = empty();
+            let t0 = std::time::Instant::now();
+            while done < blocks {
+                for (i, slot) in busy.iter_mut().enumerate() {
+                    if slot.is_none() && next < blocks {
+                        let lba = next * 8;
+                        let b = &mut bufs[i];
+                        if write {
+                            fill(b, lba);
+                        } else {
+                            b.as_mut_slice().fill(0);
+                        }
+                        let r = if write { Request::write(b, lba) } else { Request::read(b, lba) };
+                        h.submit(r.tag(i as u64)).unwrap();
+                        *slot = Some(lba);
+                        next += 1;
                     }
-                    let r = if write { Request::write(b, lba) } else { Request::read(b, lba) };
-                    h.submit(r.tag(i as u64)).unwrap();
-                    *slot = Some(lba);
-                    next += 1;
                 }
-            }
-            let n = h.poll(&mut out);
-            for c in &out[..n] {
-                assert_eq!(c.result, Ok(()));
-                let i = c.tag as usize;
-                let lba = busy[i].take().unwrap();
-                if !write {
-                    assert!(check(&bufs[i], lba), "block at LBA {lba}");
+                let n = h.poll(&mut out);
+                for c in &out[..n] {
+                    assert_eq!(c.result, Ok(()));
+                    let i = c.tag as usize;
+                    let lba = busy[i].take().unwrap();
+                    if !write {
+                        assert!(check(&bufs[i], lba), "block at LBA {lba}");
+                    }
+                    done += 1;
                 }
-                done += 1;
+                assert!(t0.elapsed() < Duration::from_secs(20), "{done} of {blocks} blocks");
             }
-            assert!(t0.elapsed() < Duration::from_secs(20), "{done} of {blocks} blocks");
+        }
+        if h.stats().queued > 0 {
+            break;
         }
     }
     let s = h.stats();
