@@ -189,7 +189,7 @@ fn io_error(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 0;
     let mut h = handle(&d, core, Duration::from_secs(5))?;
-    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
+    let rev = h.revision();
     let base = area(&h, core);
     let lba = |i: usize| base + i as u64 * BLOCK_LBAS;
     let mut bufs: Vec<_> = (0..8).map(|_| h.buf_alloc(BLOCK)).collect::<Result<_, _>>().map_err(|e| e.to_string())?;
@@ -257,7 +257,7 @@ fn stuck(mb: &Mailbox) -> Case {
     let core = 1;
     let timeout = Duration::from_millis(300);
     let mut h = handle(&d, core, timeout)?;
-    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
+    let rev = h.revision();
     let base = area(&h, core);
     let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?;
@@ -310,7 +310,7 @@ fn drop_start(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 2;
     let mut h = handle(&d, core, Duration::from_secs(2))?;
-    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
+    let rev = h.revision();
     let base = area(&h, core);
     let mut b = h.buf_alloc(2 * BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?; // leaves DONE = 1
@@ -339,7 +339,7 @@ fn outage(mb: &Mailbox) -> Case {
     let core = 3;
     let timeout = Duration::from_millis(300);
     let mut h = handle(&d, core, timeout)?;
-    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
+    let rev = h.revision();
     let base = area(&h, core);
     let mut b = h.buf_alloc(BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?;
@@ -378,7 +378,7 @@ fn restart(mb: &Mailbox) -> Case {
     let core = 2;
     let d = dev()?;
     let mut h = handle(&d, core, timeout)?;
-    let rev = Revision::from_number(h.revision()).ok_or("unknown HDU revision")?;
+    let rev = h.revision();
     let a = area(&h, core) + 0x800; // written before the restart, must survive it
     let b = a + 4 * BLOCK_LBAS; // target of the write lost in the restart
     let mut buf = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
@@ -442,7 +442,7 @@ fn window(mb: &Mailbox) -> Case {
     let d = dev()?;
     let core = 0;
     let mut h = handle(&d, core, Duration::from_secs(5))?;
-    if !Revision::from_number(h.revision()).is_some_and(Revision::has_dma_window) {
+    if !h.revision().has_dma_window() {
         println!("# window fault: rev 1 has no DMA window (documented), nothing to inject");
         return Ok(());
     }

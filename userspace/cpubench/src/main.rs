@@ -87,7 +87,7 @@ impl NullHdu {
             if self.reg(HDU_REG_START).read_volatile() == 0 {
                 return;
             }
-            if self.revision >= HDU_REV2 {
+            if Revision::from_number(self.revision).is_some_and(Revision::has_status) {
                 let n = self.reg(HDU_REG_NREQS).read_volatile() as usize;
                 let words = self.status.ptr.cast::<u32>();
                 for i in 0..n.min(STAGING_ENTRIES as usize) {
@@ -104,7 +104,7 @@ struct NullPlatform(Arc<NullHdu>);
 struct NullCore(Arc<NullHdu>);
 
 fn caps(rev: u32) -> HduCaps {
-    if rev >= HDU_REV2 {
+    if Revision::from_number(rev).is_some_and(Revision::has_caps) {
         HduCaps { engines: 1, queue_depth_log2: 10, max_nreqs: STAGING_ENTRIES, dispatch_depth: 64, max_xfer_pages: 32, start_queue: 0 }
     } else {
         HduCaps::REV1

@@ -166,7 +166,7 @@ impl Platform for CharDev {
         }
         // Read after the HDUs are held: no I/O can start between this check and the re-init.
         let info = self.info()?;
-        let rev1 = hdus.iter().any(|(_, i)| i.revision < HDU_REV2);
+        let rev1 = hdus.iter().any(|(_, i)| !Revision::from_number(i.revision).is_some_and(Revision::can_reset));
         if rev1 && info.flags & DNVM_INFO_QUEUES_USED != 0 {
             return Err(Error::Revision);
         }

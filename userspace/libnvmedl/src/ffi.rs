@@ -565,7 +565,7 @@ pub unsafe extern "C" fn nvmedl_buf_free(h: *mut NvmedlHandle, buf: *mut c_void)
 /// `h` is a live handle.
 #[no_mangle]
 pub unsafe extern "C" fn nvmedl_handle_revision(h: *mut NvmedlHandle) -> c_int {
-    with(h, Error::InvalidArgument.code(), |h| h.h.revision() as c_int)
+    with(h, Error::InvalidArgument.code(), |h| h.h.revision().number() as c_int)
 }
 
 /// Static text for a code returned by this library.

@@ -126,7 +126,7 @@ impl InProc {
             admin_data_off: crate::layout::ADMIN_DATA_PAGE as usize * page,
         };
         let ip = InProc { model, layout, ctrl: Mutex::new(None), claims: Arc::new(Mutex::new(0)), cfg: ncfg, revision: c.revision };
-        if c.revision >= HDU_REV2 {
+        if Revision::from_number(c.revision).is_some_and(Revision::has_dma_window) {
             for h in 0..board.hdus.len() {
                 fakehdu::test_support::program_window(ip.model.mem(), &board, h, board.carveout, board.carveout + board.carveout_size)
                     .map_err(|_| Error::InvalidArgument)?;
@@ -157,13 +157,15 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
     let mem = model.mem();
     let id = mem.load64(h.user + HDU_REG_ID as u64).map_err(|_| Error::Os(libc::ENXIO))?;
     let rev = hdu_revision(id);
-    let caps = if rev >= HDU_REV2 {
+    let revision_of_id = Revision::from_number(rev);
+    let caps = if revision_of_id.is_some_and(Revision::has_caps) {
         HduCaps::from_reg(mem.load64(h.user + HDU_REG_CAPS as u64).map_err(|_| Error::Os(libc::ENXIO))?)
     } else {
         HduCaps::REV1
     };
     debug_assert!(rev == revision || revision == 0);
-    let (dma_base, dma_limit) = if rev >= HDU_REV2 { (board.carveout, board.carveout + board.carveout_size) } else { (0, 0) };
+    let (dma_base, dma_limit) =
+        if revision_of_id.is_some_and(Revision::has_dma_window) { (board.carveout, board.carveout + board.carveout_size) } else { (0, 0) };
     Ok(HduInfo {
         abi_version: DNVM_ABI_VERSION,
         index: core,
@@ -171,7 +173,7 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
         engines: caps.engines,
         caps: caps.to_reg(),
         user_phys: h.user,
-        priv_phys: if rev >= HDU_REV2 { h.privileged.unwrap_or(0) } else { 0 },
+        priv_phys: if revision_of_id.is_some_and(Revision::has_privileged_page) { h.privileged.unwrap_or(0) } else { 0 },
         dma_base,
         dma_limit,
     })
@@ -180,7 +182,7 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
 /// Rev 2 engine reset through the privileged page (`qreset`: also the queue pointers), then
 /// the DMA window again (hdu_drv's job).
 fn reset_engine(mem: &GuestMem, board: &fakehdu::Board, core: u32, revision: u32, qreset: bool) -> Result<()> {
-    if revision < HDU_REV2 {
+    if !Revision::from_number(revision).is_some_and(Revision::can_reset) {
         return Err(Error::Revision);
     }
     let p = board.hdus.get(core as usize).and_then(|h| h.privileged).ok_or(Error::Revision)?;
@@ -264,7 +266,7 @@ impl Platform for InProc {
             return Err(Error::Busy);
         }
         let mut g = self.ctrl.lock().unwrap_or_else(|e| e.into_inner());
-        if g.is_some() && self.revision < HDU_REV2 {
+        if g.is_some() && !Revision::from_number(self.revision).is_some_and(Revision::can_reset) {
             // The rev 1 engines keep their queue pointers across a controller reset (see
             // docs/hardware.md §6): queues are created once per power-up.
             return Ok(());

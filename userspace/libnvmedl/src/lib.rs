@@ -29,6 +29,7 @@
 
 pub mod alloc;
 pub mod chardev;
+pub mod device;
 pub mod error;
 pub mod ffi;
 mod ffi_qos;
@@ -36,6 +37,7 @@ pub mod handle;
 pub mod mmio;
 pub mod platform;
 pub mod qos;
+pub mod request;
 pub mod sched;
 
 #[cfg(any(test, feature = "inproc"))]

@@ -74,7 +74,7 @@ fn sync_roundtrip(rev: u32) {
     assert!(dev.info().flags & DNVM_INFO_READY != 0);
     assert_eq!(dev.cores(), 4);
     let mut h = dev.handle_with(0, opts()).unwrap();
-    assert_eq!(h.revision(), rev);
+    assert_eq!(h.revision().number(), rev);
     let mut w = h.buf_alloc(8192).unwrap();
     let r = h.buf_alloc(8192).unwrap();
     fill(&mut w, 64);

@@ -59,7 +59,7 @@ pub(crate) fn property(h: &NvmedlHandle, name: &[u8]) -> Option<u64> {
         b"data_size" => h.h.data_size() as u64,
         b"data_free" => h.h.data_free() as u64,
         b"capacity_lbas" => h.h.capacity_lbas(),
-        b"revision" => u64::from(h.h.revision()),
+        b"revision" => u64::from(h.h.revision().number()),
         b"core" => u64::from(h.h.core()),
         b"engines" => u64::from(h.h.caps().engines),
         b"capacity" => h.done.len() as u64,

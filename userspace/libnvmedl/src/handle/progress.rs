@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! The hardware state machine step, its timeout, and the bounded waits built on it (poll,
+//! drain).
+
+use super::*;
+
+impl Handle {
+    /// Fail the in-flight batch (Timeout) and everything staged (NotReady).
+    pub(super) fn wedge(&mut self, seen: bool) {
+        self.stats.timeouts += 1;
+        self.fail_inflight(Error::Timeout);
+        while let Some(id) = self.sched.pop(u64::MAX) {
+            self.complete(id, Err(Error::NotReady));
+        }
+        self.hw = Hw::Wedged { seen };
+    }
+
+    /// Advance the hardware state machine once; `check_time` reads the clock.
+    pub(super) fn progress(&mut self, check_time: bool) {
+        self.step_ns = 0;
+        match self.hw {
+            Hw::InFlight { mut started_ns, mut seen } => {
+                if self.batch_done(&mut seen) {
+                    self.harvest();
+                    self.hw = Hw::Idle;
+                } else {
+                    self.complete_early();
+                    if self.retire() {
+                        // The oldest batch ended: the timeout restarts for the next one.
+                        started_ns = 0;
+                    }
+                    if check_time {
+                        let now = self.now_ns().max(1);
+                        if started_ns == 0 {
+                            started_ns = now;
+                        } else if now.saturating_sub(started_ns) > self.timeout.as_nanos() as u64 {
+                            self.wedge(seen);
+                            return;
+                        }
+                    }
+                    self.hw = Hw::InFlight { started_ns, seen };
+                    if self.can_queue(seen) {
+                        self.launch();
+                    }
+                    return;
+                }
+            }
+            Hw::Wedged { mut seen } => {
+                // A late DONE ends the wedge (the failed batch finished after all).
+                if self.batch_done(&mut seen) {
+                    self.hw = Hw::Idle;
+                } else {
+                    self.hw = Hw::Wedged { seen };
+                }
+                return;
+            }
+            Hw::Idle => {}
+        }
+        if !self.sched.is_empty() {
+            self.launch();
+        }
+    }
+
+    /// One step of a blocking wait for the device: advance it, `Timeout` if the batch timed
+    /// out (the engine is wedged) or the wait passed its deadline, else spin or yield.
+    pub(super) fn wait_step(&mut self, check_time: bool, spins: &mut u32, t0: Instant) -> Result<()> {
+        self.progress(check_time);
+        if matches!(self.hw, Hw::Wedged { .. }) {
+            return Err(Error::Timeout);
+        }
+        self.relax(spins, t0)
+    }
+
+    /// Spin/yield step of a blocking wait; `Timeout` past the deadline.
+    pub(super) fn relax(&self, spins: &mut u32, t0: Instant) -> Result<()> {
+        *spins += 1;
+        if (*spins).is_multiple_of(64) && t0.elapsed() > self.timeout + self.timeout {
+            return Err(Error::Timeout);
+        }
+        if self.yield_spins != 0 && (*spins).is_multiple_of(self.yield_spins) {
+            std::thread::yield_now();
+        } else {
+            core::hint::spin_loop();
+        }
+        Ok(())
+    }
+
+    /// Drive the device and move finished requests into `out`; returns how many. Never
+    /// blocks; with nothing pending it returns 0.
+    pub fn poll(&mut self, out: &mut [Completion]) -> usize {
+        self.polls = self.polls.wrapping_add(1);
+        self.progress(self.polls.is_multiple_of(32));
+        let mut n = 0;
+        while n < out.len() {
+            match self.done.pop_front() {
+                Some(c) => {
+                    out[n] = c;
+                    n += 1;
+                }
+                None => break,
+            }
+        }
+        n
+    }
+
+    /// One completion, if any (drives the device once).
+    pub fn poll_one(&mut self) -> Option<Completion> {
+        self.polls = self.polls.wrapping_add(1);
+        self.progress(self.polls.is_multiple_of(32));
+        self.done.pop_front()
+    }
+
+    /// Wait until nothing is staged or in flight (completions stay queued for `poll`).
+    pub fn drain(&mut self) -> Result<()> {
+        let t0 = Instant::now();
+        let mut spins = 0;
+        while self.pending() > 0 {
+            self.wait_step(spins % 32 == 0, &mut spins, t0)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Submit: checking a request, staging it in level 1, and the full-queue rules.
+
+use super::*;
+
+impl Handle {
+    /// Check a request and build its slot (no side effects).
+    pub(super) fn prepare(&self, r: &Request) -> Result<Slot> {
+        let urgency = r.priority.unwrap_or(self.priority);
+        if urgency >= DNVM_URGENCY_CLASSES as u16 {
+            return Err(Error::InvalidArgument);
+        }
+        let tenant = r.tenant.unwrap_or(self.tenant);
+        if tenant as usize >= MAX_TENANTS {
+            return Err(Error::InvalidArgument);
+        }
+        let mut s = Slot { urgency, ..Slot::default() };
+        s.info.tenant = tenant;
+        match r.op {
+            Op::Flush => {
+                if !self.revision.has_flush() {
+                    return Err(Error::Revision);
+                }
+                s.op = DNVM_OP_FLUSH;
+                s.entries = 1;
+                return Ok(s);
+            }
+            Op::Read => s.op = DNVM_OP_READ,
+            Op::Write => s.op = DNVM_OP_WRITE,
+        }
+        if r.owner != self.uid {
+            return Err(Error::NotFromSlice);
+        }
+        if r.len == 0 || !(r.len as usize).is_multiple_of(PAGE) || r.len as usize > r.buf_len {
+            return Err(Error::BadLength);
+        }
+        let entries = r.len.div_ceil(self.entry_bytes);
+        if entries > self.batch_max {
+            return Err(Error::BadLength);
+        }
+        if !r.lba.is_multiple_of(PAGE as u64 / u64::from(DNVM_LBA_SIZE)) || !r.data_off.is_multiple_of(PAGE) {
+            return Err(Error::Misaligned);
+        }
+        let nlb = u64::from(r.len) / u64::from(DNVM_LBA_SIZE);
+        if r.lba.checked_add(nlb).is_none_or(|end| end > self.capacity_lbas) {
+            return Err(Error::InvalidLba);
+        }
+        s.lba = r.lba;
+        s.len = r.len;
+        s.bus = self.data.bus + r.data_off as u64;
+        s.entries = entries;
+        Ok(s)
+    }
+
+    /// `prepare`, and `NotReady` while the engine is wedged (looking once for the late DONE
+    /// that ends a wedge first).
+    pub(super) fn admit(&mut self, r: &Request) -> Result<Slot> {
+        let s = self.prepare(r)?;
+        if self.still_wedged() {
+            return Err(Error::NotReady);
+        }
+        Ok(s)
+    }
+
+    pub(super) fn enqueue(&mut self, mut s: Slot, r: &Request, sync: bool) -> u64 {
+        self.seq += 1;
+        s.tag = r.tag.unwrap_or(self.seq);
+        s.sync = sync;
+        s.info = SchedInfo {
+            priority: s.urgency,
+            seq: self.seq,
+            // The clock is read only for requests with a deadline (it costs ~20 ns).
+            deadline_ns: r.deadline.map_or(u64::MAX, |d| self.now_ns().saturating_add(d.as_nanos() as u64)),
+            tenant: s.info.tenant,
+        };
+        if self.tenants.is_some() {
+            // Tenant latency counts from submit on the coarse clock; the first request of a
+            // busy period reads the clock (one read per busy period), later ones reuse the
+            // last reading (taken at every batch START and completing poll).
+            if self.pending() == 0 {
+                self.clock_ns = self.now_ns().max(1);
+            }
+            s.submit_ns = self.clock_ns;
+        }
+        // The caller checked that a slot is free.
+        let id = self.free.pop().unwrap_or_default();
+        self.slots[id as usize] = s;
+        self.sched.push(id, s.info);
+        self.stats.submitted += 1;
+        if self.hw == Hw::Idle && self.sched.len() >= self.batch {
+            self.launch();
+        }
+        s.tag
+    }
+
+    /// `iodepth` requests are staged or in flight.
+    pub(super) fn full(&self) -> bool {
+        self.pending() >= self.iodepth || self.no_room()
+    }
+
+    /// Every slot or completion-ring entry is taken (completions nobody polled count).
+    pub(super) fn no_room(&self) -> bool {
+        self.free.is_empty() || self.outstanding() >= self.done.capacity().min(self.slots.len())
+    }
+
+    /// Queue a request; returns its tag. On a full queue, start what is staged and wait for
+    /// completions (bounded by the timeout); `QueueFull` if the queue is full of completions
+    /// nobody polled.
+    pub fn submit(&mut self, r: Request) -> Result<u64> {
+        let s = self.admit(&r)?;
+        if self.full() {
+            self.note_full();
+            let t0 = Instant::now();
+            let mut spins = 0;
+            while self.full() && self.pending() > 0 {
+                self.wait_step(true, &mut spins, t0)?;
+            }
+            if self.full() {
+                return Err(Error::QueueFull);
+            }
+        }
+        Ok(self.enqueue(s, &r, false))
+    }
+
+    /// Queue a request, or `QueueFull` at once if the queue is full.
+    pub fn try_submit(&mut self, r: Request) -> Result<u64> {
+        let s = self.admit(&r)?;
+        if self.full() {
+            self.note_full();
+            return Err(Error::QueueFull);
+        }
+        Ok(self.enqueue(s, &r, false))
+    }
+
+    /// Start whatever is staged if the HDU is idle (ignores the `batch` threshold).
+    pub fn kick(&mut self) {
+        self.progress(true);
+    }
+}

@@ -1,0 +1,54 @@
+// SPDX-License-Identifier: MIT OR Apache-2.0
+//! Blocking calls: one request submitted and waited for (read, write, execute, flush).
+
+use super::*;
+
+impl Handle {
+    pub(super) fn sync(&mut self, r: Request) -> Result<()> {
+        let s = self.admit(&r)?;
+        let t0 = Instant::now();
+        let mut spins = 0;
+        while self.free.is_empty() {
+            self.progress(true);
+            if self.pending() == 0 {
+                return Err(Error::QueueFull);
+            }
+            self.relax(&mut spins, t0)?;
+        }
+        self.sync_result = None;
+        self.enqueue(s, &r, true);
+        self.sync_seq = self.seq;
+        let r = loop {
+            self.progress(spins % 32 == 0);
+            if let Some(r) = self.sync_result.take() {
+                break r;
+            }
+            if let Err(e) = self.relax(&mut spins, t0) {
+                break Err(e);
+            }
+        };
+        // A request given up on (Timeout) may still complete; it must not answer a later call.
+        self.sync_seq = 0;
+        r
+    }
+
+    /// Read `buf.len()` bytes at `lba` and wait.
+    pub fn read(&mut self, buf: &Buffer, lba: u64) -> Result<()> {
+        self.sync(Request::read(buf, lba))
+    }
+
+    /// Write `buf` at `lba` and wait.
+    pub fn write(&mut self, buf: &Buffer, lba: u64) -> Result<()> {
+        self.sync(Request::write(buf, lba))
+    }
+
+    /// Submit any request and wait for it.
+    pub fn execute(&mut self, r: Request) -> Result<()> {
+        self.sync(r)
+    }
+
+    /// Flush the SSD's write cache and wait (rev 2; `Revision` on rev 1).
+    pub fn flush(&mut self) -> Result<()> {
+        self.sync(Request::flush())
+    }
+}
