@@ -46,8 +46,9 @@ pub struct NvmedlHandle {
 }
 
 impl NvmedlHandle {
-    /// A C handle around `h` with room for `cap` completions per poll, FIFO scheduler.
-    pub(crate) fn new(h: Handle, cap: usize) -> Self {
+    /// A C handle around a Rust `h` (for Rust code that hands a handle to C; box it and pass
+    /// the pointer), with room for `cap` completions per poll and the FIFO scheduler key.
+    pub fn new(h: Handle, cap: usize) -> Self {
         NvmedlHandle { h, done: vec![Completion { tag: 0, result: Ok(()) }; cap], sched: 0, tiers: TierConfig::default() }
     }
 }
@@ -599,7 +600,3 @@ pub extern "C" fn nvmedl_strerror(code: c_int) -> *const c_char {
 
 mod ext;
 pub use ext::*;
-
-#[cfg(test)]
-#[path = "ffi_tests.rs"]
-mod tests;

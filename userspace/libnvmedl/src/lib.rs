@@ -25,7 +25,8 @@
 //! * [`Scheduler`], [`Fifo`], [`PriorityDeadline`]: the software level of the queue.
 //! * [`ffi`]: the C ABI (`include/libnvmedl.h`).
 //! * [`platform`]: the backend interface; [`chardev`] (kernel devices) and `inproc` (the
-//!   fakehdu model in this process, feature `inproc`).
+//!   fakehdu model in this process: the `nvmedl-inproc` crate in `qemu/inproc`, test code
+//!   outside this crate).
 
 pub mod alloc;
 pub mod chardev;
@@ -40,35 +41,7 @@ pub mod qos;
 pub mod request;
 pub mod sched;
 
-#[cfg(any(test, feature = "inproc"))]
-pub mod inproc;
-
-/// The shared ABI under the name the kernel's `layout.rs` / `nvme.rs` expect.
-#[allow(unused_imports)]
-pub(crate) mod abi {
-    pub use directnvm_abi::*;
-}
-
-/// The kernel's carve-out partitioning, shared verbatim (used by the in-process backend).
-/// cbindgen:ignore
-#[cfg(any(test, feature = "inproc"))]
-#[allow(dead_code)]
-#[path = "../../../directnvm_drv/layout.rs"]
-pub(crate) mod layout;
-
-/// The kernel's NVMe bring-up, shared verbatim (used by the in-process backend).
-/// cbindgen:ignore
-#[cfg(any(test, feature = "inproc"))]
-#[allow(dead_code)]
-#[path = "../../../directnvm_drv/nvme.rs"]
-pub(crate) mod nvme;
-
 pub use directnvm_abi as abi_types;
 pub use error::{Error, Result};
 pub use handle::{Buffer, Completion, Device, Handle, HandleOptions, HandleStats, Op, Request};
 pub use sched::{Fifo, PriorityDeadline, SchedInfo, Scheduler};
-
-#[cfg(test)]
-mod tests;
-#[cfg(test)]
-mod tests_qos;

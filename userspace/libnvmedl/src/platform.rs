@@ -6,7 +6,7 @@
 //! register page and the core's staging, status and data regions, mapped, with their bus
 //! addresses. The I/O path (`Handle`) only ever touches those pointers, so the same
 //! submit/poll code runs against the kernel's character devices ([`crate::chardev`]) and
-//! against the device model in the same process (`crate::inproc`, feature `inproc`).
+//! against the device model in the same process (the `nvmedl-inproc` crate in `qemu/inproc`, test code).
 
 use directnvm_abi::{DnvmArbitration, DnvmInfo, DnvmLayout, DnvmRegion, HduInfo};
 

@@ -357,8 +357,8 @@ fn open_device(o: &Opts) -> Result<Device, String> {
                 InprocTiming::None => fakehdu::TimingMode::None,
                 InprocTiming::Wall => fakehdu::TimingMode::WallClock,
             };
-            let cfg = nvmedl::inproc::InProcConfig { timing, ..nvmedl::inproc::InProcConfig::new(rev) };
-            let ip = nvmedl::inproc::InProc::start(cfg).map_err(|e| e.to_string())?;
+            let cfg = nvmedl_inproc::InProcConfig { timing, ..nvmedl_inproc::InProcConfig::new(rev) };
+            let ip = nvmedl_inproc::InProc::start(cfg).map_err(|e| e.to_string())?;
             Device::from_platform(ip).map_err(|e| e.to_string())
         }
         #[cfg(not(feature = "inproc"))]

@@ -9,8 +9,8 @@ use directnvm_abi::*;
 use fakehdu::faults::IoFault;
 use fakehdu::ControlOp;
 
-use crate::inproc::{InProc, InProcConfig};
-use crate::*;
+use nvmedl::*;
+use nvmedl_inproc::{InProc, InProcConfig};
 
 pub(super) fn board(rev: u32, engines: u32) -> (Arc<InProc>, Device) {
     board_with(rev, engines, 1)
@@ -369,7 +369,7 @@ pub(super) static FFI_LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 #[test]
 fn c_abi() {
-    use crate::ffi::*;
+    use nvmedl::ffi::*;
     let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (_ip, dev) = board(HDU_REV2, 1);
     nvmedl_admin_init_with(dev);
@@ -432,14 +432,14 @@ fn c_abi() {
 /// A backend that panics when a core is opened (everything else is the in-process model).
 struct PanickingPlatform(Arc<InProc>);
 
-impl crate::platform::Platform for PanickingPlatform {
+impl nvmedl::platform::Platform for PanickingPlatform {
     fn info(&self) -> Result<DnvmInfo> {
         self.0.info()
     }
     fn layout(&self) -> Result<DnvmLayout> {
         self.0.layout()
     }
-    fn open_core(&self, _core: u32) -> Result<Box<dyn crate::platform::CoreMapping>> {
+    fn open_core(&self, _core: u32) -> Result<Box<dyn nvmedl::platform::CoreMapping>> {
         panic!("test: panic inside open_core")
     }
     fn hdu_info(&self, core: u32) -> Result<HduInfo> {
@@ -458,7 +458,7 @@ impl crate::platform::Platform for PanickingPlatform {
 
 #[test]
 fn panic_in_c_entry_point_becomes_an_error_code() {
-    use crate::ffi::*;
+    use nvmedl::ffi::*;
     let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (ip, _dev) = board(HDU_REV1, 1);
     let dev = Device::from_platform(Arc::new(PanickingPlatform(ip))).unwrap();
@@ -695,7 +695,7 @@ fn timed_out_queued_write_cannot_run_after_reset() {
 /// non-blocking submission with a per-request urgency, and the doorbell.
 #[test]
 fn c_abi_tagged_submission() {
-    use crate::ffi::*;
+    use nvmedl::ffi::*;
     let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (_ip, dev) = board(HDU_REV2, 4);
     nvmedl_admin_init_with(dev);

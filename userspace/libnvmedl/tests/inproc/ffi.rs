@@ -3,14 +3,15 @@
 //! `nvmedl_buf_alloc(0)`, buffer bounds of the pointer calls, and one recovery call after a
 //! timeout that works on both revisions. Runs on the in-process board (no global device).
 
-use std::ffi::c_void;
+use std::ffi::{c_int, c_void};
 use std::time::Duration;
 
 use directnvm_abi::*;
 use fakehdu::ControlOp;
 
-use super::*;
-use crate::inproc::{InProc, InProcConfig};
+use nvmedl::ffi::*;
+use nvmedl::*;
+use nvmedl_inproc::{InProc, InProcConfig};
 
 fn c_handle(rev: u32, timeout: Duration) -> (std::sync::Arc<InProc>, Box<NvmedlHandle>) {
     let ip = InProc::start(InProcConfig::new(rev)).expect("in-process board");

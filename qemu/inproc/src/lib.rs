@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! In-process backend: the fakehdu device model running in this process (feature `inproc`,
-//! always on for this crate's tests).
+//! libnvmedl's in-process backend: the fakehdu device model running in this process, for
+//! libnvmedl's host tests (`userspace/libnvmedl/tests/inproc/`) and the host benchmarks
+//! (`nvmedl-bench --inproc`, feature `inproc` of nvmedl-tools). Test code: the shipping
+//! library does not depend on it.
 //!
 //! It plays the kernel's part: the carve-out is partitioned by the kernel's own `layout.rs`,
 //! the NVMe controller is brought up by the kernel's own `nvme.rs` (both `#[path]`-included),
@@ -14,10 +16,27 @@ use std::time::{Duration, Instant};
 use directnvm_abi::*;
 use fakehdu::{ControlOp, FakeHdu, GuestMem};
 
-use crate::error::{Error, Result};
+use nvmedl::platform::{CoreMapping, Platform, Region};
+use nvmedl::{Error, Result};
+
 use crate::layout::{Layout, LayoutParams};
-use crate::nvme::{self, NvmeError, NvmeHost};
-use crate::platform::{CoreMapping, Platform, Region};
+use crate::nvme::{NvmeError, NvmeHost};
+
+/// The shared ABI under the name the kernel's `layout.rs` / `nvme.rs` expect.
+#[allow(unused_imports)]
+pub(crate) mod abi {
+    pub use directnvm_abi::*;
+}
+
+/// The kernel's carve-out partitioning, shared verbatim.
+#[allow(dead_code)]
+#[path = "../../../directnvm_drv/layout.rs"]
+pub(crate) mod layout;
+
+/// The kernel's NVMe bring-up, shared verbatim.
+#[allow(dead_code)]
+#[path = "../../../directnvm_drv/nvme.rs"]
+pub(crate) mod nvme;
 
 /// Options of an in-process board.
 #[derive(Clone, Debug)]
@@ -338,7 +357,7 @@ impl CoreMapping for InProcCore {
 #[cfg(test)]
 mod reinit_tests {
     use super::*;
-    use crate::{Device, HandleOptions};
+    use nvmedl::{Device, HandleOptions};
 
     /// Write 5 blocks of `gen` at `lba` (if `write`) and read them back through a fresh handle
     /// on `core`; true if every byte matches.

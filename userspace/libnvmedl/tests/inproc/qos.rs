@@ -7,9 +7,9 @@ use std::time::Duration;
 
 use directnvm_abi::*;
 
-use crate::qos::{DepthConfig, TenantConfig, TierConfig, Tiered};
-use crate::tests::{board, collect, opts, wallclock_board, FFI_LOCK};
-use crate::*;
+use crate::handle::{board, collect, opts, wallclock_board, FFI_LOCK};
+use nvmedl::qos::{DepthConfig, TenantConfig, TierConfig, Tiered};
+use nvmedl::*;
 
 #[test]
 fn tiered_scheduler_puts_the_top_tier_first_into_the_batch() {
@@ -101,7 +101,7 @@ fn adaptive_depth_settles_below_the_static_depth() {
 #[test]
 fn tenants_are_accounted_per_handle_and_aggregated_per_process() {
     // Tenant 13 is used by this test only (process totals are shared by all tests).
-    let before = crate::qos::process_stats(13).unwrap();
+    let before = nvmedl::qos::process_stats(13).unwrap();
     let (_ip, dev) = board(HDU_REV2, 1);
     let topts = || HandleOptions { tenants: Some(TenantConfig::default()), ..opts() };
     let mut a = dev.handle_with(0, topts()).unwrap();
@@ -121,7 +121,7 @@ fn tenants_are_accounted_per_handle_and_aggregated_per_process() {
     assert_eq!(a.submit(Request::read(&extra, 0).tenant(16)).unwrap_err(), Error::InvalidArgument);
     drop(a);
     drop(b);
-    let after = crate::qos::process_stats(13).unwrap();
+    let after = nvmedl::qos::process_stats(13).unwrap();
     assert_eq!(after.ios - before.ios, 400);
     assert_eq!(after.bytes - before.bytes, 400 * 8192);
 }
@@ -157,7 +157,7 @@ fn under_served_tenant_is_boosted_then_the_boost_decays() {
 
 #[test]
 fn c_abi_qos_keys() {
-    use crate::ffi::*;
+    use nvmedl::ffi::*;
     use std::ffi::CStr;
     let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (_ip, dev) = board(HDU_REV2, 1);
