@@ -135,6 +135,28 @@
 typedef struct nvmedl_handle nvmedl_handle;
 
 /*
+ One finished request (`nvmedl_poll_completions`).
+ */
+typedef struct nvmedl_completion {
+  /*
+   Tag returned by the async call.
+   */
+  uint64_t tag;
+  /*
+   0 or the negative error code.
+   */
+  int32_t result;
+  /*
+   NVMe status field when `result` is the NVMe error code (-1001), else 0.
+   */
+  uint16_t nvme_status;
+  /*
+   Reserved, 0.
+   */
+  uint16_t reserved;
+} nvmedl_completion;
+
+/*
  Accounting of one tenant (`nvmedl_tenant_stats`).
  */
 typedef struct nvmedl_tenant_info {
@@ -187,28 +209,6 @@ typedef struct nvmedl_tenant_info {
    */
   uint32_t reserved2;
 } nvmedl_tenant_info;
-
-/*
- One finished request (`nvmedl_poll_completions`).
- */
-typedef struct nvmedl_completion {
-  /*
-   Tag returned by the async call.
-   */
-  uint64_t tag;
-  /*
-   0 or the negative error code.
-   */
-  int32_t result;
-  /*
-   NVMe status field when `result` is the NVMe error code (-1001), else 0.
-   */
-  uint16_t nvme_status;
-  /*
-   Reserved, 0.
-   */
-  uint16_t reserved;
-} nvmedl_completion;
 
 #ifdef __cplusplus
 extern "C" {
@@ -293,25 +293,6 @@ int nvmedl_set_handle(struct nvmedl_handle *h, const char *param, uint64_t value
  `h` is a live handle; `param` a NUL-terminated string.
  */
 int64_t nvmedl_get_handle(struct nvmedl_handle *h, const char *param);
-
-/*
- Set the target share of `tenant` (0..=15) in parts per million (0..=1000000; 0 = none).
- Tenant accounting must be on ("tenants" = 1). 0 or a negative code.
-
- # Safety
- `h` is a live handle.
- */
-int nvmedl_set_tenant_target(struct nvmedl_handle *h, uint32_t tenant, uint32_t share_ppm);
-
-/*
- Accounting of `tenant` (0..=15) into `out`: of handle `h`, or with `h` NULL the process
- totals over every handle (each publishes once per window and when destroyed). 0 or a
- negative code (accounting off on `h`: the not-ready code).
-
- # Safety
- `h` is NULL or a live handle; `out` points to writable memory for one struct.
- */
-int nvmedl_tenant_stats(struct nvmedl_handle *h, uint32_t tenant, struct nvmedl_tenant_info *out);
 
 /*
  Queue a read of `len` bytes (multiple of 4096) at `lba` (512-byte units, multiple of 8)
@@ -457,6 +438,25 @@ int nvmedl_submit_tagged(struct nvmedl_handle *h, int op, void *buf, uint64_t lb
  `h` is a live handle.
  */
 int nvmedl_kick(struct nvmedl_handle *h);
+
+/*
+ Set the target share of `tenant` (0..=15) in parts per million (0..=1000000; 0 = none).
+ Tenant accounting must be on ("tenants" = 1). 0 or a negative code.
+
+ # Safety
+ `h` is a live handle.
+ */
+int nvmedl_set_tenant_target(struct nvmedl_handle *h, uint32_t tenant, uint32_t share_ppm);
+
+/*
+ Accounting of `tenant` (0..=15) into `out`: of handle `h`, or with `h` NULL the process
+ totals over every handle (each publishes once per window and when destroyed). 0 or a
+ negative code (accounting off on `h`: the not-ready code).
+
+ # Safety
+ `h` is NULL or a live handle; `out` points to writable memory for one struct.
+ */
+int nvmedl_tenant_stats(struct nvmedl_handle *h, uint32_t tenant, struct nvmedl_tenant_info *out);
 
 #ifdef __cplusplus
 }  // extern "C"
