@@ -24,6 +24,7 @@ impl Handle {
     /// The result of request `s` from its status words (rev 2): the first failing entry's
     /// error, else `Ok`. With `need_done`, `None` while any entry lacks the done bit (the words
     /// were zeroed before START, so a done bit belongs to this batch).
+    #[inline(always)]
     fn status_of(&self, s: &Slot, need_done: bool) -> Option<Result<()>> {
         let mut r = Ok(());
         for e in s.first_entry..s.first_entry + s.entries {

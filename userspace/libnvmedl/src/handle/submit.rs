@@ -5,6 +5,7 @@ use super::*;
 
 impl Handle {
     /// Check a request and build its slot (no side effects).
+    #[inline(always)]
     pub(super) fn prepare(&self, r: &Request) -> Result<Slot> {
         let urgency = r.priority.unwrap_or(self.priority);
         if urgency >= DNVM_URGENCY_CLASSES as u16 {
@@ -54,6 +55,7 @@ impl Handle {
 
     /// `prepare`, and `NotReady` while the engine is wedged (looking once for the late DONE
     /// that ends a wedge first).
+    #[inline(always)]
     pub(super) fn admit(&mut self, r: &Request) -> Result<Slot> {
         let s = self.prepare(r)?;
         if self.still_wedged() {
