@@ -260,7 +260,12 @@ void nvmedl_destroy_handle(struct nvmedl_handle *h);
    urgency class on rev 2, ignored by rev 1 hardware;
  - "batch": staged requests that start a hardware batch, 1..=the staging queue's entries;
  - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
- - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
+ - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1;
+ - "backoff": 0 (default: blocking waits spin) or 1 (spin, then yield, then sleep when
+   nothing completes: `nvmedl_wait_completions`, full-queue and sync waits);
+   "backoff_spin_us" (0..=1000000, default 50: spin after the last completion),
+   "backoff_yield_us" (0..=1000000, default 200), "backoff_max_sleep_us" (1..=100000,
+   default 1000: the bound of the wake-up cost); a threshold key turns the backoff on.
 
  QoS keys (docs/qos.md):
  * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
@@ -331,6 +336,17 @@ int nvmedl_poll(struct nvmedl_handle *h);
  `h` is a live handle; `out` has room for `max` entries.
  */
 int nvmedl_poll_completions(struct nvmedl_handle *h, struct nvmedl_completion *out, int max);
+
+/*
+ As `nvmedl_poll_completions`, but wait (bounded by the timeout) until at least one
+ request finished; 0 at once when nothing is queued or `max` is 0. The wait backs off as
+ the "backoff" keys say (spin, yield, sleep), so a handle waiting on a slow device does not
+ hold a CPU. The number copied, or a negative code (the timeout code if none finished).
+
+ # Safety
+ `h` is a live handle; `out` has room for `max` entries.
+ */
+int nvmedl_wait_completions(struct nvmedl_handle *h, struct nvmedl_completion *out, int max);
 
 /*
  Wait (bounded by the timeout) until every queued request finished. Returns the number

@@ -205,7 +205,12 @@ fn with<T: Copy>(h: *mut NvmedlHandle, fail: T, f: impl FnOnce(&mut NvmedlHandle
 ///   urgency class on rev 2, ignored by rev 1 hardware;
 /// - "batch": staged requests that start a hardware batch, 1..=the staging queue's entries;
 /// - "timeout_us": bound of every wait in µs, 1..=`NVMEDL_TIMEOUT_US_MAX` (0 is refused);
-/// - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1.
+/// - "yield": spins between `sched_yield` calls in blocking waits, 0 (pure spin) ..= 2^32 - 1;
+/// - "backoff": 0 (default: blocking waits spin) or 1 (spin, then yield, then sleep when
+///   nothing completes: `nvmedl_wait_completions`, full-queue and sync waits);
+///   "backoff_spin_us" (0..=1000000, default 50: spin after the last completion),
+///   "backoff_yield_us" (0..=1000000, default 200), "backoff_max_sleep_us" (1..=100000,
+///   default 1000: the bound of the wake-up cost); a threshold key turns the backoff on.
 ///
 /// QoS keys (docs/qos.md):
 /// * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
@@ -240,7 +245,10 @@ pub unsafe extern "C" fn nvmedl_set_handle(h: *mut NvmedlHandle, param: *const c
                 Ok(())
             }
             b"yield" => u32::try_from(value).map_err(|_| Error::InvalidArgument).map(|n| h.h.set_yield_spins(n)),
-            _ => crate::ffi_qos::set(h, name, value),
+            _ => match ext::set_backoff_key(h, name, value) {
+                Some(r) => r,
+                None => crate::ffi_qos::set(h, name, value),
+            },
         };
         code(r)
     })
@@ -336,6 +344,21 @@ pub unsafe extern "C" fn nvmedl_poll(h: *mut NvmedlHandle) -> c_int {
     })
 }
 
+/// Copy `done` into the caller's `out` (room checked by the caller).
+///
+/// # Safety
+/// `out` has room for `done.len()` entries.
+unsafe fn copy_out(done: &[Completion], out: *mut NvmedlCompletion) {
+    for (i, c) in done.iter().enumerate() {
+        let (result, nvme_status) = match c.result {
+            Ok(()) => (0, 0),
+            Err(e) => (e.code(), e.nvme_status().unwrap_or(0)),
+        };
+        // SAFETY: i < done.len(), within the caller's array.
+        unsafe { out.add(i).write(NvmedlCompletion { tag: c.tag, result, nvme_status, reserved: 0 }) };
+    }
+}
+
 /// Drive the device and copy up to `max` finished requests into `out`; returns how many.
 ///
 /// # Safety
@@ -348,15 +371,34 @@ pub unsafe extern "C" fn nvmedl_poll_completions(h: *mut NvmedlHandle, out: *mut
     with(h, Error::InvalidArgument.code(), |h| {
         let n = (max as usize).min(h.done.len());
         let got = h.h.poll(&mut h.done[..n]);
-        for (i, c) in h.done[..got].iter().enumerate() {
-            let (result, nvme_status) = match c.result {
-                Ok(()) => (0, 0),
-                Err(e) => (e.code(), e.nvme_status().unwrap_or(0)),
-            };
-            // SAFETY: i < got <= max, the caller's array length.
-            unsafe { out.add(i).write(NvmedlCompletion { tag: c.tag, result, nvme_status, reserved: 0 }) };
-        }
+        // SAFETY: got <= max, the caller's array length.
+        unsafe { copy_out(&h.done[..got], out) };
         got as c_int
+    })
+}
+
+/// As `nvmedl_poll_completions`, but wait (bounded by the timeout) until at least one
+/// request finished; 0 at once when nothing is queued or `max` is 0. The wait backs off as
+/// the "backoff" keys say (spin, yield, sleep), so a handle waiting on a slow device does not
+/// hold a CPU. The number copied, or a negative code (the timeout code if none finished).
+///
+/// # Safety
+/// `h` is a live handle; `out` has room for `max` entries.
+#[no_mangle]
+pub unsafe extern "C" fn nvmedl_wait_completions(h: *mut NvmedlHandle, out: *mut NvmedlCompletion, max: c_int) -> c_int {
+    if out.is_null() || max < 0 {
+        return Error::InvalidArgument.code();
+    }
+    with(h, Error::InvalidArgument.code(), |h| {
+        let n = (max as usize).min(h.done.len());
+        match h.h.wait(&mut h.done[..n]) {
+            Ok(got) => {
+                // SAFETY: got <= max, the caller's array length.
+                unsafe { copy_out(&h.done[..got], out) };
+                got as c_int
+            }
+            Err(e) => e.code(),
+        }
     })
 }
 

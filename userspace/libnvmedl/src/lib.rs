@@ -29,6 +29,7 @@
 //!   outside this crate).
 
 pub mod alloc;
+pub mod backoff;
 pub mod chardev;
 pub mod device;
 pub mod error;
@@ -41,6 +42,7 @@ pub mod qos;
 pub mod request;
 pub mod sched;
 
+pub use backoff::Backoff;
 pub use directnvm_abi as abi_types;
 pub use error::{Error, Result};
 pub use handle::{Buffer, Completion, Device, Handle, HandleOptions, HandleStats, Op, Request};

@@ -6,6 +6,7 @@ use std::time::Duration;
 use directnvm_abi::DNVM_URGENCY_HIGH;
 
 use crate::alloc::PAGE;
+use crate::backoff::Backoff;
 use crate::error::Result;
 use crate::qos::{DepthConfig, TenantConfig};
 use crate::sched::{Fifo, Scheduler};
@@ -26,6 +27,9 @@ pub struct HandleOptions {
     pub batch: usize,
     /// In blocking waits, call `sched_yield` after this many empty polls (0 = pure spin).
     pub yield_spins: u32,
+    /// Backoff of blocking waits when the device is slow or stuck (`crate::Backoff`: spin,
+    /// yield, then sleep); `None` (the default) spins.
+    pub backoff: Option<Backoff>,
     /// Level-1 scheduler.
     pub scheduler: Box<dyn Scheduler>,
     /// Adaptive depth (docs/qos.md): `Some` turns the controller on; `iodepth` is then its
@@ -44,6 +48,7 @@ impl Default for HandleOptions {
             timeout: Duration::from_secs(5),
             batch: 1,
             yield_spins: 0,
+            backoff: None,
             scheduler: Box::new(Fifo::default()),
             depth_control: None,
             tenants: None,

@@ -5,9 +5,11 @@
 use std::ffi::{c_char, c_int, c_void, CStr};
 
 use super::{device, guard, set_last, with, NvmedlHandle};
+use crate::backoff::Backoff;
 use crate::error::Error;
 use crate::handle::{HandleOptions, Op};
 use crate::sched::{Fifo, PriorityDeadline, Scheduler};
+use crate::Result;
 
 /// As `nvmedl_create_handle`, with the level-1 scheduler named: "fifo" (the default, also
 /// for NULL) or "priority" (strict urgency class, FIFO within a class, overdue deadlines
@@ -125,4 +127,28 @@ pub unsafe extern "C" fn nvmedl_kick(h: *mut NvmedlHandle) -> c_int {
         h.h.kick();
         0
     })
+}
+
+/// The "backoff*" keys of `nvmedl_set_handle` (ranges in its docs); `None` for another key.
+pub(crate) fn set_backoff_key(h: &mut NvmedlHandle, name: &[u8], value: u64) -> Option<Result<()>> {
+    let us = |lo: u64, hi: u64| {
+        if (lo..=hi).contains(&value) {
+            Ok(std::time::Duration::from_micros(value))
+        } else {
+            Err(Error::InvalidArgument)
+        }
+    };
+    let cur = h.h.backoff().unwrap_or_default();
+    let next = match name {
+        b"backoff" => match value {
+            0 => return Some(h.h.set_backoff(None)),
+            1 => Ok(cur),
+            _ => Err(Error::InvalidArgument),
+        },
+        b"backoff_spin_us" => us(0, 1_000_000).map(|d| Backoff { spin: d, ..cur }),
+        b"backoff_yield_us" => us(0, 1_000_000).map(|d| Backoff { yield_for: d, ..cur }),
+        b"backoff_max_sleep_us" => us(1, 100_000).map(|d| Backoff { max_sleep: d, min_sleep: cur.min_sleep.min(d), ..cur }),
+        _ => return None,
+    };
+    Some(next.and_then(|b| h.h.set_backoff(Some(b))))
 }

@@ -57,6 +57,7 @@ use std::time::{Duration, Instant};
 use directnvm_abi::*;
 
 use crate::alloc::{PageAlloc, PAGE};
+use crate::backoff::{Backoff, Wait};
 use crate::error::{status_result, Error, Result};
 use crate::mmio;
 use crate::platform::{CoreMapping, Region};
@@ -166,6 +167,8 @@ pub struct Handle {
     priority: u16,
     timeout: Duration,
     yield_spins: u32,
+    /// Backoff of blocking waits (`None`: spin, with `yield_spins`).
+    backoff: Option<Backoff>,
     epoch: Instant,
     hw: Hw,
     nreqs_reg: u64,
@@ -271,6 +274,7 @@ impl Handle {
             priority: opts.priority,
             timeout: opts.timeout,
             yield_spins: opts.yield_spins,
+            backoff: opts.backoff,
             epoch: Instant::now(),
             hw: Hw::Idle,
             nreqs_reg: u64::MAX,

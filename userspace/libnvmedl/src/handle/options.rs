@@ -198,4 +198,16 @@ impl Handle {
     pub fn set_yield_spins(&mut self, n: u32) {
         self.yield_spins = n;
     }
+    /// Backoff of blocking waits (`crate::Backoff`; `None`: spin). Refused if invalid.
+    pub fn set_backoff(&mut self, b: Option<Backoff>) -> Result<()> {
+        if let Some(b) = &b {
+            b.validate()?;
+        }
+        self.backoff = b;
+        Ok(())
+    }
+    /// The backoff of blocking waits in force.
+    pub fn backoff(&self) -> Option<Backoff> {
+        self.backoff
+    }
 }

@@ -63,26 +63,22 @@ impl Handle {
 
     /// One step of a blocking wait for the device: advance it, `Timeout` if the batch timed
     /// out (the engine is wedged) or the wait passed its deadline, else spin or yield.
-    pub(super) fn wait_step(&mut self, check_time: bool, spins: &mut u32, t0: Instant) -> Result<()> {
+    pub(super) fn wait_step(&mut self, check_time: bool, w: &mut Wait) -> Result<()> {
         self.progress(check_time);
         if matches!(self.hw, Hw::Wedged { .. }) {
             return Err(Error::Timeout);
         }
-        self.relax(spins, t0)
+        self.relax(w)
+    }
+
+    /// A blocking wait starting now.
+    pub(super) fn begin_wait(&self) -> Wait {
+        Wait::new(self.stats.completed)
     }
 
     /// Spin/yield step of a blocking wait; `Timeout` past the deadline.
-    pub(super) fn relax(&self, spins: &mut u32, t0: Instant) -> Result<()> {
-        *spins += 1;
-        if (*spins).is_multiple_of(64) && t0.elapsed() > self.timeout + self.timeout {
-            return Err(Error::Timeout);
-        }
-        if self.yield_spins != 0 && (*spins).is_multiple_of(self.yield_spins) {
-            std::thread::yield_now();
-        } else {
-            core::hint::spin_loop();
-        }
-        Ok(())
+    pub(super) fn relax(&self, w: &mut Wait) -> Result<()> {
+        w.relax(self.timeout + self.timeout, self.yield_spins, self.backoff.as_ref(), self.stats.completed)
     }
 
     /// Drive the device and move finished requests into `out`; returns how many. Never
@@ -103,6 +99,23 @@ impl Handle {
         n
     }
 
+    /// As `poll`, but wait (bounded by the timeout) until at least one request finished; 0 at
+    /// once when nothing is staged, in flight or completed, or `out` is empty. The wait backs
+    /// off as the handle's [`Backoff`] says (spins without one).
+    pub fn wait(&mut self, out: &mut [Completion]) -> Result<usize> {
+        if out.is_empty() {
+            return Ok(0);
+        }
+        let mut w = self.begin_wait();
+        loop {
+            let n = self.poll(out);
+            if n > 0 || self.pending() == 0 {
+                return Ok(n);
+            }
+            self.relax(&mut w)?;
+        }
+    }
+
     /// One completion, if any (drives the device once).
     pub fn poll_one(&mut self) -> Option<Completion> {
         self.polls = self.polls.wrapping_add(1);
@@ -112,10 +125,9 @@ impl Handle {
 
     /// Wait until nothing is staged or in flight (completions stay queued for `poll`).
     pub fn drain(&mut self) -> Result<()> {
-        let t0 = Instant::now();
-        let mut spins = 0;
+        let mut w = self.begin_wait();
         while self.pending() > 0 {
-            self.wait_step(spins % 32 == 0, &mut spins, t0)?;
+            self.wait_step(w.spins.is_multiple_of(32), &mut w)?;
         }
         Ok(())
     }

@@ -112,10 +112,9 @@ impl Handle {
         let s = self.admit(&r)?;
         if self.full() {
             self.note_full();
-            let t0 = Instant::now();
-            let mut spins = 0;
+            let mut w = self.begin_wait();
             while self.full() && self.pending() > 0 {
-                self.wait_step(true, &mut spins, t0)?;
+                self.wait_step(true, &mut w)?;
             }
             if self.full() {
                 return Err(Error::QueueFull);

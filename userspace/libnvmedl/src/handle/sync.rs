@@ -6,24 +6,23 @@ use super::*;
 impl Handle {
     pub(super) fn sync(&mut self, r: Request) -> Result<()> {
         let s = self.admit(&r)?;
-        let t0 = Instant::now();
-        let mut spins = 0;
+        let mut w = self.begin_wait();
         while self.free.is_empty() {
             self.progress(true);
             if self.pending() == 0 {
                 return Err(Error::QueueFull);
             }
-            self.relax(&mut spins, t0)?;
+            self.relax(&mut w)?;
         }
         self.sync_result = None;
         self.enqueue(s, &r, true);
         self.sync_seq = self.seq;
         let r = loop {
-            self.progress(spins % 32 == 0);
+            self.progress(w.spins.is_multiple_of(32));
             if let Some(r) = self.sync_result.take() {
                 break r;
             }
-            if let Err(e) = self.relax(&mut spins, t0) {
+            if let Err(e) = self.relax(&mut w) {
                 break Err(e);
             }
         };

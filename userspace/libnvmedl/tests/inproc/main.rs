@@ -3,6 +3,7 @@
 //! with the kernel's own layout and NVMe bring-up). They use the public Rust API and the C ABI
 //! only; the backend is a dev-dependency, so the library never depends on test code.
 
+mod backoff;
 mod completion;
 mod ffi;
 mod handle;
