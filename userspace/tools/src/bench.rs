@@ -292,12 +292,20 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
             let req = if read { Request::read(&bufs[slot], lba) } else { Request::write(&bufs[slot], lba) };
             let req = req.len(len as u32).priority(class).tag(slot as u64);
             slots[slot] = Slot { started: arrival.unwrap_or_else(Instant::now), read, lba, len: len as usize, class };
-            let res = if arrival.is_some() { h.try_submit(req) } else { h.submit(req) };
+            // Open loop and --adaptive: never wait inside submit. Under --adaptive the job keeps
+            // as many requests outstanding as the controller's limit admits (a refused submit
+            // tells the controller the limit held the application back), so its latency is
+            // the application's, as at a fixed depth.
+            let res = if arrival.is_some() || o.qos.adaptive { h.try_submit(req) } else { h.submit(req) };
             match res {
                 Ok(_) => issued += 1,
                 Err(nvmedl::Error::QueueFull) if arrival.is_some() => {
                     blocked += 1;
                     free.push(slot);
+                }
+                Err(nvmedl::Error::QueueFull) if o.qos.adaptive => {
+                    free.push(slot);
+                    break;
                 }
                 Err(e) => {
                     r.errors += 1;
