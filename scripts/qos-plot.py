@@ -44,6 +44,11 @@ def records(log):
 def save(fig, path):
     fig.tight_layout()
     fig.savefig(path, format="svg", metadata={"Date": None})
+    with open(path, encoding="utf-8") as f:
+        svg = f.read()
+    head, _, rest = svg.partition("\n")  # after the XML declaration
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{head}\n<!-- SPDX-License-Identifier: MIT OR Apache-2.0 -->\n{rest}")
     if os.environ.get("QOS_PLOT_PNG"):  # a PNG copy next to the SVG, for a quick look
         fig.savefig(path[:-4] + ".png", format="png", dpi=70)
     plt.close(fig)
