@@ -16,6 +16,8 @@
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
 #   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
+#   make qos-evidence  issue 17's QoS figures in the guest (rev 2) + plots in build/qos/
+#   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -27,7 +29,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-guest wrr fio
+	test-64m bench bench-guest wrr fio qos-evidence qos-advise
 
 all: modules
 
@@ -106,6 +108,39 @@ wrr: initramfs
 	  --fake-arg --ssd --fake-arg $(WRR_SSD) --fake-arg --max-inflight --fake-arg $(WRR_INFLIGHT) >/dev/null
 	@grep -a '^wrr:' build/wrr.log
 	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
+
+# Issue 17's QoS evidence (docs/qos.md "Evidence"), rev 2, two boots with SSD models slow
+# enough to be the bottleneck through their bandwidth (so request size matters):
+#   1. two tiers under a background burst, tenant boosting (QOS_SSD, 300/150 MB/s);
+#   2. the 70/30 mix with exponential sizes at depths 8/32/128 vs adaptive (QOS_MIX_SSD,
+#      12/6 MB/s, ~900 IOPS: far below what the TCG guest drives even on a loaded host).
+# QOS_ENV="--env QOS_REPEAT=1 ..." passes settings to the guest (qemu/guest-tests/src/qos_*.rs).
+# Plots and tables: build/qos/ (scripts/qos-plot.py, Debian's python3 + python3-matplotlib).
+QOS_SSD ?= read_iops=50000,write_iops=50000,read_bw=300000000,write_bw=150000000
+QOS_MIX_SSD ?= read_iops=50000,write_iops=50000,read_bw=12000000,write_bw=6000000
+QOS_ENV ?=
+PLOT_PY ?= /usr/bin/python3
+qos-evidence: initramfs
+	@mkdir -p build/qos
+	@bash qemu/run.sh --mode qos --revision 2 --timeout 900 --keep-log build/qos/level1.log --env QOS_PARTS=tiers,tenants \
+	  --fake-arg --ssd --fake-arg $(QOS_SSD) $(QOS_ENV) >/dev/null \
+	  || { grep -a '^qos:' build/qos/level1.log; tail -n 5 build/qos/level1.log; exit 1; }
+	@bash qemu/run.sh --mode qos --revision 2 --timeout 900 --keep-log build/qos/mix.log --env QOS_PARTS=mix \
+	  --fake-arg --ssd --fake-arg $(QOS_MIX_SSD) $(QOS_ENV) >/dev/null \
+	  || { grep -a '^qos:' build/qos/mix.log; tail -n 5 build/qos/mix.log; exit 1; }
+	@cat build/qos/level1.log build/qos/mix.log > build/qos/evidence.log
+	@$(PLOT_PY) scripts/qos-plot.py evidence build/qos/evidence.log build/qos
+
+# The depth advisor's M/D/1/K model next to a measured depth sweep: the SSD model with one
+# command in flight and a 100 us command cost is one deterministic server; open-loop Poisson
+# arrivals at rho = 0.7, 0.95, 1.3 (nvmedl-bench --rate), depths 1..16. Table: build/qos/advise.md.
+QOS_ADVISE_SSD ?= read_iops=10000
+qos-advise: initramfs
+	@mkdir -p build/qos
+	@bash qemu/run.sh --mode qosadvise --revision 2 --timeout 900 --keep-log build/qos/advise.log \
+	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
+	  || { grep -a '^qos:' build/qos/advise.log; tail -n 5 build/qos/advise.log; exit 1; }
+	@$(PLOT_PY) scripts/qos-plot.py advise build/qos/advise.log build/qos
 
 check: test-host test-install oelint dtcheck test-guest
 

@@ -11,6 +11,9 @@
 //! * `knownbugs`: what raw ioctls still allow without the re-init protocol (not in `suite`);
 //! * `libbench`: library figures (`make bench-guest`);
 //! * `wrr`: the arbitration experiment (`make wrr`);
+//! * `qos`: issue 17's QoS evidence (`make qos-evidence`: the 70/30 mix at fixed depths vs
+//!   adaptive, two tiers under a burst, tenant boosting); `qosadvise`: the M/D/1/K model next
+//!   to a measured depth sweep (`make qos-advise`);
 //! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
 //! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
 //! * `ublk`: nvmedl-ublk: block device, ext4, fio verify, kill/recover, NVMe/TCP export (issue 16);
@@ -30,6 +33,8 @@ mod klog;
 mod known_bugs;
 mod library;
 mod lifecycle;
+mod qos_mix;
+mod qos_runs;
 mod rawio;
 mod soak;
 mod stress;
@@ -55,6 +60,34 @@ fn reliability(t: &mut tap::Tap) {
     known_bugs::run_fixed(t);
     // Last: reloads re-create the NVMe I/O queues under the engines (see lifecycle.rs).
     lifecycle::run_reload(t);
+}
+
+/// `make qos-evidence`: the three experiments of issue 17 item 5 (figures, not assertions).
+/// `QOS_PARTS` (default `tiers,tenants,mix`) picks some: the make target runs the mix on a
+/// slower SSD model than the two level-1 experiments, in two boots.
+fn qos_evidence() -> bool {
+    let parts = std::env::var("QOS_PARTS").unwrap_or_else(|_| "tiers,tenants,mix".into());
+    let want = |p: &str| parts.split(',').any(|x| x == p);
+    let mut ok = true;
+    if want("tiers") || want("tenants") {
+        let d = match nvmedl::Device::open() {
+            Ok(d) => d,
+            Err(e) => {
+                println!("qos: open /dev/directnvm: {e}");
+                return false;
+            }
+        };
+        if want("tiers") {
+            ok &= qos_mix::tiers(&d);
+        }
+        if want("tenants") {
+            ok &= qos_mix::tenants(&d);
+        }
+    }
+    if want("mix") {
+        ok &= qos_runs::mix();
+    }
+    ok
 }
 
 fn main() {
@@ -96,6 +129,8 @@ fn main() {
         }
         // Benchmarks: figures on stdout, exit status = whether every I/O succeeded.
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
+        "qos" => std::process::exit(if qos_evidence() { 0 } else { 1 }),
+        "qosadvise" => std::process::exit(if qos_runs::advise() { 0 } else { 1 }),
         "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "ublk" => ublk::run_mode(&mut t),
@@ -103,7 +138,7 @@ fn main() {
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
             eprintln!(
-                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|ublk|ublkbench|info] (got {other})"
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|qos|qosadvise|ublk|ublkbench|info] (got {other})"
             );
             std::process::exit(2);
         }

@@ -5,10 +5,17 @@
 //! nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix 70] [--bs 4096]
 //!              [--iodepth 32] [--cores 0,1,2,3] [--priority 1 | 0,3,...] [--runtime 5 | --ios N]
 //!              [--size BYTES-per-core] [--verify] [--json] [--device PATH] [--inproc REV]
-//!              [--yield N] [--batch N] [--syscall-markers]
+//!              [--yield N] [--batch N] [--syscall-markers] [--bs-dist fixed|exp [--bs-max B]]
+//!              [--prio-mix P:W,..] [--rate IOPS] [--trace-ms MS] [QoS flags: bench_qos.rs]
 //! ```
-//! One job per core (one thread, one handle). Latency is submit → completion, recorded into a
-//! preallocated log-linear histogram (64 sub-buckets per power of two, ≤ 1.6% error).
+//! One job per core (one thread, one handle). Latency is submit → completion (arrival →
+//! completion with `--rate`), recorded into preallocated HDR histograms (`hdrhistogram`, 3
+//! significant digits; `bench_report.rs`), per job and per urgency class.
+//! `--bs-dist exp` draws sizes from an exponential distribution with mean `--bs` (rounded up to
+//! 4 KiB, at most `--bs-max`), `--prio-mix P:W,..` each request's urgency class, `--rate R`
+//! makes the job an open loop with Poisson arrivals (an arrival finding `--iodepth` requests
+//! outstanding is blocked: the M/D/1/K measurement of `nvmedl advise`), `--trace-ms MS` samples
+//! the in-flight limit, completions and p99 (the JSON `trace`; the generator: `bench_load.rs`).
 //! `--verify` writes a pattern that depends on the LBA only (the region is pre-filled first
 //! for read/mixed jobs) and checks every byte read. Exit status 1 on any I/O or verify error.
 //!
@@ -30,15 +37,20 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use clap::Parser;
+use hdrhistogram::Histogram;
 use nvmedl::{Buffer, Completion, Device, HandleOptions, Request};
 use nvmedl_tools::bench_cli::{BenchCli, InprocTiming, Mode};
+use nvmedl_tools::bench_load::{Arrivals, PrioMix, Rng, Sizes, SIZE_UNIT};
 use nvmedl_tools::bench_qos::{QosArgs, QosReport};
+use nvmedl_tools::bench_report::{latency_hist, round, ClassJson, JobJson, LatJson, OpenLoopJson, RunJson, TracePoint};
 use nvmedl_tools::{EXIT_FAILURE, EXIT_USAGE};
-use serde::Serialize;
 
 /// First argument of the marker `prctl` ("DNVM"; not a prctl option, so the call fails with
 /// EINVAL and does nothing).
 pub const SYSCALL_MARK: i32 = 0x444e_564d;
+
+/// Urgency classes (per-class histograms).
+const CLASSES: usize = directnvm_abi::DNVM_URGENCY_CLASSES as usize;
 
 fn mark(on: bool, which: u64) {
     if on {
@@ -47,88 +59,17 @@ fn mark(on: bool, which: u64) {
     }
 }
 
-const SUB: usize = 64;
-const BUCKETS: usize = 64 * SUB;
-
-/// Log-linear latency histogram in nanoseconds.
-struct Hist {
-    counts: Vec<u64>,
-    n: u64,
-    sum: f64,
-    sumsq: f64,
-    max: u64,
-}
-
-impl Hist {
-    fn new() -> Self {
-        Hist { counts: vec![0; BUCKETS], n: 0, sum: 0.0, sumsq: 0.0, max: 0 }
-    }
-    fn index(v: u64) -> usize {
-        if v < SUB as u64 {
-            return v as usize;
-        }
-        let msb = 63 - v.leading_zeros() as usize; // >= 6
-        let shift = msb - 6;
-        ((shift + 1) * SUB + ((v >> shift) as usize - SUB)).min(BUCKETS - 1)
-    }
-    fn value(i: usize) -> u64 {
-        if i < SUB {
-            return i as u64;
-        }
-        let shift = i / SUB - 1;
-        ((SUB + i % SUB) as u64) << shift
-    }
-    fn record(&mut self, v: u64) {
-        self.counts[Self::index(v)] += 1;
-        self.n += 1;
-        self.sum += v as f64;
-        self.sumsq += (v as f64) * (v as f64);
-        self.max = self.max.max(v);
-    }
-    fn merge(&mut self, o: &Hist) {
-        for (a, b) in self.counts.iter_mut().zip(&o.counts) {
-            *a += b;
-        }
-        self.n += o.n;
-        self.sum += o.sum;
-        self.sumsq += o.sumsq;
-        self.max = self.max.max(o.max);
-    }
-    fn mean(&self) -> f64 {
-        if self.n == 0 {
-            0.0
-        } else {
-            self.sum / self.n as f64
-        }
-    }
-    fn stddev(&self) -> f64 {
-        if self.n < 2 {
-            return 0.0;
-        }
-        let m = self.mean();
-        (self.sumsq / self.n as f64 - m * m).max(0.0).sqrt()
-    }
-    fn percentile(&self, p: f64) -> u64 {
-        let want = ((p / 100.0) * self.n as f64).ceil().max(1.0) as u64;
-        let mut acc = 0;
-        for (i, c) in self.counts.iter().enumerate() {
-            acc += c;
-            if acc >= want {
-                return Self::value(i);
-            }
-        }
-        self.max
-    }
-}
-
 #[derive(Clone)]
 struct Opts {
     mode: Mode,
     rwmix: u32,
-    bs: usize,
+    sizes: Sizes,
     iodepth: usize,
     cores: Vec<u32>,
     priority: Vec<u16>,
+    prio_mix: Option<PrioMix>,
+    rate: Option<f64>,
+    trace: Option<Duration>,
     runtime: Option<Duration>,
     ios: Option<u64>,
     size: u64,
@@ -147,13 +88,18 @@ struct Opts {
 fn opts(cli: &BenchCli) -> Result<Opts, String> {
     cli.validate()?;
     let small = |v: u64, what: &str| usize::try_from(v).map_err(|_| format!("--{what} {v} is too large"));
+    let sizes = cli.sizes()?;
+    small(sizes.max, "bs-max")?;
     Ok(Opts {
         mode: cli.rw,
         rwmix: cli.rwmix.min(100) as u32,
-        bs: small(cli.bs, "bs")?,
+        sizes,
         iodepth: small(cli.iodepth, "iodepth")?,
         cores: cli.cores.iter().map(|&c| c as u32).collect(),
         priority: cli.priority.iter().map(|&p| p as u16).collect(),
+        prio_mix: cli.prio_mix.clone(),
+        rate: cli.rate,
+        trace: cli.trace_ms.map(Duration::from_millis),
         runtime: cli.time_limit(),
         ios: cli.ios,
         size: cli.size,
@@ -192,24 +138,46 @@ fn check(buf: &Buffer, lba: u64, len: usize) -> bool {
 struct JobResult {
     core: u32,
     priority: u16,
-    hist: Hist,
+    hist: Histogram<u64>,
+    /// Per urgency class.
+    class_hist: Vec<Histogram<u64>>,
     reads: u64,
     writes: u64,
+    bytes: u64,
     errors: u64,
     verify_errors: u64,
     first_error: Option<String>,
     elapsed: Duration,
     qos: QosReport,
+    open_loop: Option<OpenLoopJson>,
+    trace: Vec<TracePoint>,
 }
 
-/// xorshift64*: cheap, allocation-free randomness.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+/// One in-flight request of a job.
+#[derive(Clone, Copy)]
+struct Slot {
+    /// Submit time (closed loop) or arrival time (open loop).
+    started: Instant,
+    read: bool,
+    lba: u64,
+    len: usize,
+    class: u16,
+}
+
+/// Where the next request goes: a 4 KiB-aligned range of `len` bytes inside the job's region
+/// of `units` 4 KiB units, random or following the previous one.
+fn place(mode: Mode, rng: &mut Rng, seq: &mut u64, units: u64, len: u64) -> u64 {
+    let k = len / SIZE_UNIT;
+    match mode {
+        Mode::SeqRead | Mode::SeqWrite => {
+            if *seq + k > units {
+                *seq = 0;
+            }
+            let u = *seq;
+            *seq += k;
+            u
+        }
+        _ => rng.next_u64() % (units - k + 1),
     }
 }
 
@@ -227,81 +195,128 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     o.qos.apply(&mut opts).map_err(|e| format!("core {core}: qos: {e}"))?;
     let mut h = dev.handle_with(core, opts).map_err(|e| format!("core {core}: handle: {e}"))?;
     o.qos.setup(&mut h, idx).map_err(|e| format!("core {core}: qos: {e}"))?;
-    let blocks = o.size / o.bs as u64;
-    let lbas_per_block = (o.bs / 512) as u64;
-    let base = u64::from(core) * blocks * lbas_per_block;
-    if base + blocks * lbas_per_block > h.capacity_lbas() {
+    let units = o.size / SIZE_UNIT;
+    let lbas_per_unit = SIZE_UNIT / 512;
+    let base = u64::from(core) * units * lbas_per_unit;
+    if base + units * lbas_per_unit > h.capacity_lbas() {
         return Err(format!("core {core}: {} bytes per core do not fit the namespace", o.size));
     }
+    let max = o.sizes.max as usize;
     let mut bufs: Vec<Buffer> =
-        (0..o.iodepth).map(|_| h.buf_alloc(o.bs)).collect::<Result<_, _>>().map_err(|e| format!("core {core}: buffers: {e}"))?;
+        (0..o.iodepth).map(|_| h.buf_alloc(max)).collect::<Result<_, _>>().map_err(|e| format!("core {core}: buffers: {e}"))?;
     let mut r = JobResult {
         core,
         priority,
-        hist: Hist::new(),
+        hist: latency_hist(),
+        class_hist: (0..CLASSES).map(|_| latency_hist()).collect(),
         reads: 0,
         writes: 0,
+        bytes: 0,
         errors: 0,
         verify_errors: 0,
         first_error: None,
         elapsed: Duration::ZERO,
         qos: QosReport::default(),
+        open_loop: None,
+        trace: Vec::new(),
     };
-    // Pre-fill for verified read/mixed jobs.
+    // Pre-fill for verified read/mixed jobs, in requests of the largest size.
     if o.verify && !matches!(o.mode, Mode::SeqWrite | Mode::RandWrite) {
-        for b in 0..blocks {
-            let lba = base + b * lbas_per_block;
-            fill(&mut bufs[0], lba, o.bs);
-            h.write(&bufs[0], lba).map_err(|e| format!("core {core}: prefill: {e}"))?;
+        let mut u = 0;
+        while u < units {
+            let len = (units - u).min(o.sizes.max / SIZE_UNIT) * SIZE_UNIT;
+            let lba = base + u * lbas_per_unit;
+            fill(&mut bufs[0], lba, len as usize);
+            h.execute(Request::write(&bufs[0], lba).len(len as u32)).map_err(|e| format!("core {core}: prefill: {e}"))?;
+            u += len / SIZE_UNIT;
         }
     }
-    let mut rng = Rng(0x1234_5678 ^ (u64::from(core) << 32) | 1);
+    let mut rng = Rng::new(0x1234_5678 ^ (u64::from(core) << 32) | 1);
     let mut seq = 0u64;
-    let mut started = vec![Instant::now(); o.iodepth];
-    let mut is_read = vec![false; o.iodepth];
-    let mut lbas = vec![0u64; o.iodepth];
+    let t_start = Instant::now();
+    let mut slots = vec![Slot { started: t_start, read: false, lba: 0, len: 0, class: priority }; o.iodepth];
     let mut done = vec![Completion { tag: 0, result: Ok(()) }; o.iodepth];
     let mut free: Vec<usize> = (0..o.iodepth).collect();
     let mut empty_polls = 0u32;
+    // Open loop: Poisson arrivals; `offered`/`blocked` count them.
+    let mut arrivals = o.rate.map(|rate| Arrivals::new(rate, &mut rng));
+    let (mut offered, mut blocked) = (0u64, 0u64);
+    // --trace-ms: samples preallocated for the whole run (no allocation in the loop).
+    let mut trace_hist = latency_hist();
+    let mut trace_ios = 0u64;
+    if let Some(step) = o.trace {
+        let n = o.runtime.map_or(4096, |rt| (rt.as_nanos() / step.as_nanos().max(1)) as usize + 2);
+        r.trace.reserve(n.min(1 << 20));
+    }
     mark(o.markers, 1);
     let t0 = Instant::now();
+    let mut next_trace = o.trace.map(|s| t0 + s);
     let mut issued = 0u64;
     let mut completed = 0u64;
     let limit = o.ios.unwrap_or(u64::MAX);
     loop {
         let time_up = o.runtime.is_some_and(|rt| t0.elapsed() >= rt) || stop.load(Ordering::Relaxed);
-        while !time_up && issued < limit {
-            let Some(slot) = free.pop() else { break };
-            let block = match o.mode {
-                Mode::SeqRead | Mode::SeqWrite => {
-                    seq = (seq + 1) % blocks;
-                    seq
+        loop {
+            if time_up || issued + blocked >= limit {
+                break;
+            }
+            // Open loop: only arrivals that are due; a due arrival without a free slot is blocked.
+            let arrival = match arrivals.as_mut() {
+                Some(a) => {
+                    let due = t0 + a.due();
+                    if Instant::now() < due {
+                        break;
+                    }
+                    a.advance(&mut rng);
+                    offered += 1;
+                    if free.is_empty() {
+                        blocked += 1;
+                        continue;
+                    }
+                    Some(due)
                 }
-                _ => rng.next() % blocks,
+                None => None,
             };
-            let lba = base + block * lbas_per_block;
+            let Some(slot) = free.pop() else { break };
+            let len = o.sizes.next(&mut rng);
+            let lba = base + place(o.mode, &mut rng, &mut seq, units, len) * lbas_per_unit;
             let read = match o.mode {
                 Mode::SeqRead | Mode::RandRead => true,
                 Mode::SeqWrite | Mode::RandWrite => false,
-                Mode::Mixed => (rng.next() % 100) < u64::from(o.rwmix),
+                Mode::Mixed => (rng.next_u64() % 100) < u64::from(o.rwmix),
             };
+            let class = o.prio_mix.as_ref().map_or(priority, |m| m.pick(&mut rng));
             if !read && o.verify {
-                fill(&mut bufs[slot], lba, o.bs);
+                fill(&mut bufs[slot], lba, len as usize);
             }
             let req = if read { Request::read(&bufs[slot], lba) } else { Request::write(&bufs[slot], lba) };
-            started[slot] = Instant::now();
-            is_read[slot] = read;
-            lbas[slot] = lba;
-            if let Err(e) = h.submit(req.tag(slot as u64)) {
-                r.errors += 1;
-                r.first_error.get_or_insert(format!("submit: {e}"));
-                free.push(slot);
-                stop.store(true, Ordering::Relaxed);
-                break;
+            let req = req.len(len as u32).priority(class).tag(slot as u64);
+            slots[slot] = Slot { started: arrival.unwrap_or_else(Instant::now), read, lba, len: len as usize, class };
+            // Open loop and --adaptive: never wait inside submit. Under --adaptive the job keeps
+            // as many requests outstanding as the controller's limit admits (a refused submit
+            // tells the controller the limit held the application back), so its latency is
+            // the application's, as at a fixed depth.
+            let res = if arrival.is_some() || o.qos.adaptive { h.try_submit(req) } else { h.submit(req) };
+            match res {
+                Ok(_) => issued += 1,
+                Err(nvmedl::Error::QueueFull) if arrival.is_some() => {
+                    blocked += 1;
+                    free.push(slot);
+                }
+                Err(nvmedl::Error::QueueFull) if o.qos.adaptive => {
+                    free.push(slot);
+                    break;
+                }
+                Err(e) => {
+                    r.errors += 1;
+                    r.first_error.get_or_insert(format!("submit: {e}"));
+                    free.push(slot);
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
             }
-            issued += 1;
         }
-        if completed == issued && (time_up || issued >= limit) {
+        if completed == issued && (time_up || issued + blocked >= limit || stop.load(Ordering::Relaxed)) {
             break;
         }
         let n = h.poll(&mut done);
@@ -314,9 +329,17 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         }
         for c in &done[..n] {
             let slot = c.tag as usize;
-            r.hist.record(started[slot].elapsed().as_nanos() as u64);
+            let s = slots[slot];
+            let ns = s.started.elapsed().as_nanos() as u64;
+            r.hist.saturating_record(ns);
+            r.class_hist[usize::from(s.class).min(CLASSES - 1)].saturating_record(ns);
+            if o.trace.is_some() {
+                trace_hist.saturating_record(ns);
+                trace_ios += 1;
+            }
             completed += 1;
-            if is_read[slot] {
+            r.bytes += s.len as u64;
+            if s.read {
                 r.reads += 1;
             } else {
                 r.writes += 1;
@@ -324,11 +347,11 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
             match c.result {
                 Err(e) => {
                     r.errors += 1;
-                    r.first_error.get_or_insert(format!("LBA {}: {e}", lbas[slot]));
+                    r.first_error.get_or_insert(format!("LBA {}: {e}", s.lba));
                 }
-                Ok(()) if o.verify && is_read[slot] && !check(&bufs[slot], lbas[slot], o.bs) => {
+                Ok(()) if o.verify && s.read && !check(&bufs[slot], s.lba, s.len) => {
                     r.verify_errors += 1;
-                    r.first_error.get_or_insert(format!("verify mismatch at LBA {}", lbas[slot]));
+                    r.first_error.get_or_insert(format!("verify mismatch at LBA {}", s.lba));
                 }
                 Ok(()) => {}
             }
@@ -336,6 +359,17 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         }
         if n > 0 {
             progress.fetch_add(n as u64, Ordering::Relaxed);
+        }
+        if let (Some(at), Some(step)) = (next_trace, o.trace) {
+            let now = Instant::now();
+            if now >= at && r.trace.len() < r.trace.capacity() {
+                let p99 = if trace_ios == 0 { 0.0 } else { trace_hist.value_at_quantile(0.99) as f64 / 1000.0 };
+                let t_ms = (now - t0).as_secs_f64() * 1000.0;
+                r.trace.push(TracePoint { t_ms: round(t_ms, 1), iodepth: h.iodepth(), ios: trace_ios, p99_us: round(p99, 1) });
+                trace_hist.reset();
+                trace_ios = 0;
+                next_trace = Some(at + step);
+            }
         }
         if h.is_wedged() {
             r.errors += issued - completed;
@@ -346,6 +380,12 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     r.elapsed = t0.elapsed();
     mark(o.markers, 2);
     r.qos = QosReport::of(&h, o.qos.tenant_of(idx));
+    r.open_loop = o.rate.map(|rate| OpenLoopJson {
+        rate,
+        offered,
+        blocked,
+        p_block: if offered == 0 { 0.0 } else { round(blocked as f64 / offered as f64, 5) },
+    });
     Ok(r)
 }
 
@@ -367,84 +407,28 @@ fn open_device(o: &Opts) -> Result<Device, String> {
     }
 }
 
-/// Round to `digits` decimals (the JSON keeps the text report's precision).
-fn round(v: f64, digits: i32) -> f64 {
-    let m = 10f64.powi(digits);
-    (v * m).round() / m
-}
-
-/// Latency summary in microseconds.
-#[derive(Serialize)]
-struct LatJson {
-    mean: f64,
-    p50: f64,
-    p99: f64,
-    p999: f64,
-    stddev: f64,
-    max: f64,
-}
-
-impl LatJson {
-    fn of(h: &Hist) -> Self {
-        let us = |v: f64| round(v / 1000.0, 2);
-        LatJson {
-            mean: us(h.mean()),
-            p50: us(h.percentile(50.0) as f64),
-            p99: us(h.percentile(99.0) as f64),
-            p999: us(h.percentile(99.9) as f64),
-            stddev: us(h.stddev()),
-            max: us(h.max as f64),
-        }
-    }
-}
-
-/// One job of the `--json` report.
-#[derive(Serialize)]
-struct JobJson {
-    core: u32,
-    priority: u16,
-    reads: u64,
-    writes: u64,
-    errors: u64,
-    verify_errors: u64,
-    iops: f64,
-    mb_s: f64,
-    lat_us: LatJson,
-    qos: QosReport,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    error: Option<String>,
-}
-
-/// The `--json` report: one object on one line.
-#[derive(Serialize)]
-struct RunJson {
-    rw: String,
-    bs: usize,
-    iodepth: usize,
-    verify: bool,
-    seconds: f64,
-    ios: u64,
-    iops: f64,
-    mb_s: f64,
-    lat_us: LatJson,
-    ok: bool,
-    jobs: Vec<JobJson>,
+fn classes(r: &JobResult) -> Vec<ClassJson> {
+    (0..CLASSES)
+        .filter(|&c| !r.class_hist[c].is_empty())
+        .map(|c| ClassJson { priority: c as u16, ios: r.class_hist[c].len(), lat_us: LatJson::of(&r.class_hist[c]) })
+        .collect()
 }
 
 fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
-    let mut all = Hist::new();
+    let mut all = latency_hist();
     // A job that could not even start (claim, buffers) has no result: the run failed.
     let mut ok = results.len() == o.cores.len();
     for r in results {
-        all.merge(&r.hist);
+        // Same bounds: adding cannot fail.
+        all.add(&r.hist).unwrap_or_else(|e| panic!("histogram merge: {e}"));
         ok &= r.errors == 0 && r.verify_errors == 0;
     }
     // Jobs run concurrently: the longest job's timed loop (prefill excluded) is the run time.
     let secs = results.iter().map(|r| r.elapsed).max().unwrap_or(wall).as_secs_f64().max(1e-9);
-    let ios = all.n;
+    let ios = all.len();
+    let bytes: u64 = results.iter().map(|r| r.bytes).sum();
     let iops = ios as f64 / secs;
-    let mbs = ios as f64 * o.bs as f64 / secs / 1e6;
-    let us = |v: f64| v / 1000.0;
+    let mbs = bytes as f64 / secs / 1e6;
     if o.json {
         let jobs = results
             .iter()
@@ -457,17 +441,23 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                     writes: r.writes,
                     errors: r.errors,
                     verify_errors: r.verify_errors,
-                    iops: round(r.hist.n as f64 / s, 1),
-                    mb_s: round(r.hist.n as f64 * o.bs as f64 / s / 1e6, 2),
+                    bytes: r.bytes,
+                    iops: round(r.hist.len() as f64 / s, 1),
+                    mb_s: round(r.bytes as f64 / s / 1e6, 2),
                     lat_us: LatJson::of(&r.hist),
+                    classes: classes(r),
                     qos: r.qos.clone(),
+                    open_loop: r.open_loop,
+                    trace: r.trace.clone(),
                     error: r.first_error.clone(),
                 }
             })
             .collect();
         let run = RunJson {
             rw: format!("{:?}", o.mode),
-            bs: o.bs,
+            bs: o.sizes.bs,
+            bs_dist: format!("{:?}", o.sizes.dist).to_lowercase(),
+            bs_max: o.sizes.max,
             iodepth: o.iodepth,
             verify: o.verify,
             seconds: round(secs, 3),
@@ -486,33 +476,42 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
             }
         }
     } else {
-        println!("rw={:?} bs={} iodepth={} jobs={} verify={}", o.mode, o.bs, o.iodepth, results.len(), o.verify);
+        println!(
+            "rw={:?} bs={} bs_dist={:?} iodepth={} jobs={} verify={}",
+            o.mode,
+            o.sizes.bs,
+            o.sizes.dist,
+            o.iodepth,
+            results.len(),
+            o.verify
+        );
         for r in results {
+            let lat = LatJson::of(&r.hist);
             println!(
                 "  core {} prio {}: {} reads, {} writes, {:.0} IOPS, lat mean {:.1} us p99 {:.1} us, errors {} verify_errors {}{}",
                 r.core,
                 r.priority,
                 r.reads,
                 r.writes,
-                r.hist.n as f64 / r.elapsed.as_secs_f64().max(1e-9),
-                us(r.hist.mean()),
-                us(r.hist.percentile(99.0) as f64),
+                r.hist.len() as f64 / r.elapsed.as_secs_f64().max(1e-9),
+                lat.mean,
+                lat.p99,
                 r.errors,
                 r.verify_errors,
                 r.first_error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
             );
+            if o.prio_mix.is_some() {
+                for c in classes(r) {
+                    println!("    class {}: {} I/Os, lat {}", c.priority, c.ios, c.lat_us.line());
+                }
+            }
+            if let Some(l) = r.open_loop {
+                println!("    open loop: {} arrivals at {:.0}/s, {} blocked (P_block {:.4})", l.offered, l.rate, l.blocked, l.p_block);
+            }
             println!("    {}", r.qos.line());
         }
         println!("total: {ios} I/Os in {secs:.2} s: {iops:.0} IOPS, {mbs:.1} MB/s");
-        println!(
-            "latency (us): mean {:.1} p50 {:.1} p99 {:.1} p99.9 {:.1} stddev {:.1} max {:.1}",
-            us(all.mean()),
-            us(all.percentile(50.0) as f64),
-            us(all.percentile(99.0) as f64),
-            us(all.percentile(99.9) as f64),
-            us(all.stddev()),
-            us(all.max as f64)
-        );
+        println!("latency (us): {}", LatJson::of(&all).line());
         println!("result: {}", if ok { "ok" } else { "FAILED" });
     }
     ok

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use clap::{Parser, ValueEnum};
 
+use crate::bench_load::{PrioMix, SizeDist, Sizes};
 use crate::parse_size;
 
 /// The I/O pattern of every job.
@@ -29,8 +30,9 @@ pub enum Mode {
 
 /// A small fio-like benchmark on libnvmedl: one job (one thread, one handle) per core.
 ///
-/// Latency is submit to completion, recorded into a log-linear histogram (64 sub-buckets per
-/// power of two, at most 1.6% error). Sizes take k/m/g suffixes (powers of 1024) and 0x-hex.
+/// Latency is submit to completion (arrival to completion with `--rate`), recorded into an
+/// HDR histogram (hdrhistogram, 3 significant digits). Sizes take k/m/g suffixes (powers of
+/// 1024) and 0x-hex.
 /// Long runs print a progress line on standard error once a second.
 #[derive(Parser, Debug, Clone)]
 #[command(name = "nvmedl-bench", version, after_help = crate::EXIT_STATUS_HELP)]
@@ -44,6 +46,13 @@ pub struct BenchCli {
     /// Block size of every I/O: a non-zero multiple of 4096.
     #[arg(long, default_value = "4096", value_parser = parse_size, value_name = "BYTES")]
     pub bs: u64,
+    /// Size distribution: fixed (every request `--bs`) or exp (exponential with mean `--bs`,
+    /// rounded up to 4 KiB, at most `--bs-max`).
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub bs_dist: SizeDist,
+    /// Largest request of `--bs-dist exp` (a multiple of 4096; default 16 x `--bs`).
+    #[arg(long, value_parser = parse_size, value_name = "BYTES")]
+    pub bs_max: Option<u64>,
     /// Requests in flight per job.
     #[arg(long, default_value = "32", value_parser = parse_size, value_name = "N")]
     pub iodepth: u64,
@@ -54,6 +63,19 @@ pub struct BenchCli {
     /// repeats for the remaining cores.
     #[arg(long, default_value = "1", value_delimiter = ',', value_parser = parse_size, value_name = "P[,P..]")]
     pub priority: Vec<u64>,
+    /// Urgency class of every request drawn from CLASS:WEIGHT pairs (replaces `--priority`),
+    /// e.g. `0:1,3:4` = 20 % class 0, 80 % class 3. The report adds per-class latency.
+    #[arg(long, value_parser = PrioMix::parse, value_name = "P:W[,P:W..]")]
+    pub prio_mix: Option<PrioMix>,
+    /// Open loop: Poisson arrivals at this many requests per second per job. An arrival that
+    /// finds `--iodepth` requests outstanding is blocked (counted, dropped, not retried);
+    /// latency runs from the arrival. The M/D/1/K measurement of `nvmedl advise`.
+    #[arg(long, value_name = "IOPS")]
+    pub rate: Option<f64>,
+    /// Every MS milliseconds record the in-flight limit, the completions and their p99
+    /// (the JSON report's `trace` of each job).
+    #[arg(long, value_parser = parse_size, value_name = "MS")]
+    pub trace_ms: Option<u64>,
     /// Seconds of I/O per job (fractions allowed). The last of `--runtime`/`--ios` given wins.
     #[arg(long, default_value = "5", value_name = "SECONDS", overrides_with = "ios")]
     pub runtime: f64,
@@ -115,8 +137,15 @@ impl BenchCli {
         if self.iodepth == 0 || self.batch == 0 || self.batch > self.iodepth {
             return Err(format!("need 1 <= --batch ({}) <= --iodepth ({})", self.batch, self.iodepth));
         }
-        if self.size < self.bs {
-            return Err(format!("--size {} is smaller than --bs {}", self.size, self.bs));
+        let sizes = self.sizes()?;
+        if self.size < sizes.max {
+            return Err(format!("--size {} is smaller than the largest request {}", self.size, sizes.max));
+        }
+        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e8)) {
+            return Err("--rate is a number of requests per second in (0, 1e8]".into());
+        }
+        if self.trace_ms == Some(0) {
+            return Err("--trace-ms needs at least 1 ms".into());
         }
         if self.cores.is_empty() || self.priority.is_empty() {
             return Err("--cores and --priority need at least one value".into());
@@ -128,6 +157,11 @@ impl BenchCli {
             return Err(format!("--runtime {} is not a number of seconds", self.runtime));
         }
         self.qos.validate()
+    }
+
+    /// The request sizes.
+    pub fn sizes(&self) -> Result<Sizes, String> {
+        Sizes::new(self.bs_dist, self.bs, self.bs_max.unwrap_or(self.bs.saturating_mul(16)))
     }
 
     /// The time limit, unless `--ios` replaces it.
@@ -160,7 +194,22 @@ mod tests {
         assert_eq!((o.cores.clone(), o.priority.clone()), (vec![0], vec![1]));
         assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
         assert!(!o.verify && !o.json && !o.syscall_markers && o.inproc.is_none());
+        assert!(o.prio_mix.is_none() && o.rate.is_none() && o.trace_ms.is_none());
+        assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Fixed, bs: 4096, max: 4096 });
         assert!(o.validate().is_ok());
+    }
+
+    #[test]
+    fn the_qos_evidence_command_lines() {
+        let o = parse("--rw mixed --rwmix 70 --bs 16k --bs-dist exp --iodepth 128 --adaptive --trace-ms 100 --json").unwrap();
+        assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Exp, bs: 16 << 10, max: 256 << 10 });
+        assert_eq!((o.trace_ms, o.qos.adaptive), (Some(100), true));
+        o.validate().unwrap();
+        let o = parse("--bs-dist exp --bs 8k --bs-max 64k --prio-mix 0:1,3:4 --rate 900 --iodepth 4").unwrap();
+        assert_eq!(o.sizes().unwrap().max, 64 << 10);
+        assert_eq!(o.prio_mix.clone().unwrap(), PrioMix::parse("0:1,3:4").unwrap());
+        assert_eq!(o.rate, Some(900.0));
+        o.validate().unwrap();
     }
 
     #[test]
@@ -193,7 +242,24 @@ mod tests {
         for bad in ["--rw sideways", "--bs x", "--cores 0,a", "--frob", "--runtime", "--iodepth -1"] {
             assert_eq!(parse(bad).expect_err(bad).exit_code(), crate::EXIT_USAGE as i32, "{bad}");
         }
-        for bad in ["--bs 1000", "--bs 0", "--iodepth 0", "--batch 33", "--size 1k", "--priority 70000", "--runtime=-1", "--runtime nan"] {
+        assert!(parse("--prio-mix 5:1").is_err());
+        for bad in [
+            "--bs 1000",
+            "--bs 0",
+            "--iodepth 0",
+            "--batch 33",
+            "--size 1k",
+            "--priority 70000",
+            "--runtime=-1",
+            "--runtime nan",
+            "--bs-dist exp --bs 8k --bs-max 4k",
+            "--bs-dist exp --bs-max 6000",
+            "--bs-dist exp --bs 1m --size 8m",
+            "--rate 0",
+            "--rate=-5",
+            "--rate inf",
+            "--trace-ms 0",
+        ] {
             assert!(parse(bad).unwrap().validate().is_err(), "{bad}");
         }
         for ok in ["--help", "--version", "-h", "-V"] {

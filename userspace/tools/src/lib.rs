@@ -6,7 +6,9 @@
 //! 2 usage error (clap's code). `--help` and `--version` exit 0 and never open a device.
 
 pub mod bench_cli;
+pub mod bench_load;
 pub mod bench_qos;
+pub mod bench_report;
 pub mod nvmedl_cli;
 
 /// Exit status: success.

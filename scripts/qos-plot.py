@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: MIT OR Apache-2.0
+"""Issue 17's QoS evidence from a guest console log: plots (matplotlib, SVG) and Markdown tables.
+
+    scripts/qos-plot.py evidence build/qos/evidence.log build/qos   (make qos-evidence)
+    scripts/qos-plot.py advise   build/qos/advise.log   build/qos   (make qos-advise)
+
+Input lines (qemu/guest-tests/src/qos_runs.rs, qos_mix.rs): `# qos-json <exp> <label> <json>`
+and `# qos-advise <rho> <model table line>`. Output: qos-mix.svg, qos-tiers.svg,
+qos-tenants.svg, evidence.md (evidence); qos-advise.svg, advise.md (advise); QOS_PLOT_PNG=1
+adds PNG copies. Debian's python3-matplotlib (scripts/deps.sh).
+"""
+import json
+import os
+import re
+import statistics
+import sys
+from collections import OrderedDict, defaultdict
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+plt.rcParams["svg.hashsalt"] = "directnvm-qos"  # stable SVG ids across runs
+
+
+def records(log):
+    """{exp: OrderedDict(label -> json)} and the advise table lines."""
+    runs, model = defaultdict(OrderedDict), defaultdict(list)
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r"^# qos-json (\S+) (\S+) (\{.*\})\s*$", line)
+            if m:
+                runs[m.group(1)][m.group(2)] = json.loads(m.group(3))
+                continue
+            m = re.match(r"^# qos-advise (\S+) (.*)$", line)
+            if m:
+                model[m.group(1)].append(m.group(2))
+    return runs, model
+
+
+def save(fig, path):
+    fig.tight_layout()
+    fig.savefig(path, format="svg", metadata={"Date": None})
+    with open(path, encoding="utf-8") as f:
+        svg = f.read()
+    head, _, rest = svg.partition("\n")  # after the XML declaration
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(f"{head}\n<!-- SPDX-License-Identifier: MIT OR Apache-2.0 -->\n{rest}")
+    if os.environ.get("QOS_PLOT_PNG"):  # a PNG copy next to the SVG, for a quick look
+        fig.savefig(path[:-4] + ".png", format="png", dpi=70)
+    plt.close(fig)
+    print(f"qos-plot: wrote {path}")
+
+
+# ------------------------------------------------------------------------------ evidence
+
+
+def mix(runs, out, md):
+    """70/30 mix: p99 and IOPS per configuration (rounds as points), depth over time."""
+    groups = OrderedDict()
+    for label, r in runs.items():
+        groups.setdefault(label.split("/")[0], []).append(r)
+    if not groups:
+        return
+    names = list(groups)
+    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    for i, (key, unit, title) in enumerate((("p99", "µs", "p99 latency"), ("iops", "IOPS", "throughput"))):
+        vals = [[(r["lat_us"]["p99"] if key == "p99" else r["iops"]) for r in groups[n]] for n in names]
+        ax[i].bar(range(len(names)), [statistics.median(v) for v in vals], color="#9ecae1")
+        for x, v in enumerate(vals):
+            ax[i].plot([x] * len(v), v, "k.", ms=6)
+        ax[i].set_xticks(range(len(names)), names, rotation=20)
+        ax[i].set_ylabel(unit)
+        ax[i].set_title(f"{title} (bar: median, dots: rounds)")
+        if key == "p99":
+            ax[i].set_yscale("log")
+    for n in names:
+        for k, r in enumerate(groups[n]):
+            tr = r["jobs"][0].get("trace", [])
+            if n.startswith("adaptive") and tr:
+                ax[2].step([p["t_ms"] / 1000 for p in tr], [p["iodepth"] for p in tr], where="post", label=f"{n} round {k + 1}")
+    for qd in (8, 32, 128):
+        ax[2].axhline(qd, color="grey", lw=0.6, ls=":")
+    ax[2].set_yscale("log", base=2)
+    ax[2].set_xlabel("s")
+    ax[2].set_ylabel("in-flight limit")
+    ax[2].set_title("adaptive: depth over time (dotted: fixed depths)")
+    ax[2].legend(fontsize=7)
+    save(fig, f"{out}/qos-mix.svg")
+    md.append("### 70/30 mix, exponential sizes (mean 8 KiB, max 64 KiB)\n")
+    md.append("| configuration | rounds | IOPS (each round) | MB/s | p50 µs | p99 µs (each round) | p99.9 µs | final / median limit |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for n in names:
+        rs = groups[n]
+        med = lambda f: statistics.median(f(r) for r in rs)  # noqa: E731
+        depth = [statistics.median(p["iodepth"] for p in r["jobs"][0].get("trace", [])) if r["jobs"][0].get("trace") else r["iodepth"] for r in rs]
+        iops = " / ".join("%.0f" % r["iops"] for r in rs)
+        p99 = " / ".join("%.0f" % r["lat_us"]["p99"] for r in rs)
+        final = " / ".join(str(r["jobs"][0]["qos"]["final_iodepth"]) for r in rs)
+        md.append(
+            f"| {n} | {len(rs)} | {iops} | {med(lambda r: r['mb_s']):.1f} | {med(lambda r: r['lat_us']['p50']):.0f} | "
+            f"{p99} | {med(lambda r: r['lat_us']['p999']):.0f} | {final} / {statistics.median(depth):.0f} |"
+        )
+    md.append("")
+
+
+def tiers(runs, out, md):
+    if not runs:
+        return
+    fig, axes = plt.subplots(2, len(runs), figsize=(5 * len(runs), 6.5), sharex=True, squeeze=False)
+    md.append("### Two tiers under a background burst\n")
+    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | forced by guard |")
+    md.append("|---|---|---|---|---|---|---|")
+    for c, (label, r) in enumerate(runs.items()):
+        t = [v / 1000 for v in r["t_ms"]]
+        top, bg = r["streams"][0], r["streams"][1]
+        for s, col in ((top, "#1f77b4"), (bg, "#d62728")):
+            axes[0][c].plot(t, [v * 10 for v in s["s_ios"]], color=col, label=f"{s['name']} (class {s['class']})")
+            axes[1][c].plot(t, [v if v > 0 else float("nan") for v in s["s_p99_us"]], color=col)
+        for a in (axes[0][c], axes[1][c]):
+            a.axvspan(r["burst"][0], r["burst"][1], color="#eeeeee")
+        axes[0][c].set_title(label)
+        axes[0][c].set_ylabel("IOPS (100 ms)")
+        axes[1][c].set_ylabel("p99 µs (100 ms; gap: no completion)")
+        axes[1][c].set_yscale("log")
+        axes[1][c].set_xlabel("s (grey: burst)")
+        axes[0][c].legend(fontsize=7)
+        share = top["burst"]["iops"] / max(top["burst"]["iops"] + bg["burst"]["iops"], 1e-9)
+        forced = r["tiers"]["forced"] if r.get("tiers") else "-"
+        md.append(
+            f"| {label} | {top['solo']['iops']:.0f} → {top['burst']['iops']:.0f} | {100 * share:.1f} % | "
+            f"{top['solo']['p99_us']:.0f} → {top['burst']['p99_us']:.0f} | {bg['burst']['iops']:.0f} | "
+            f"{bg['max_gap_ms']:.1f} ms | {forced} |"
+        )
+    md.append("")
+    save(fig, f"{out}/qos-tiers.svg")
+
+
+def tenants(runs, out, md):
+    if not runs:
+        return
+    label, r = next(iter(runs.items()))
+    t = [v / 1000 for v in r["t_ms"]]
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+    tot = [sum(s["s_bytes"][i] for s in r["streams"]) or 1 for i in range(len(t))]
+    for k, (s, col) in enumerate(zip(r["streams"], ("#1f77b4", "#d62728"))):
+        ax[0].plot(t, [s["s_bytes"][i] / tot[i] for i in range(len(t))], color=col, label=f"{s['name']} share of bytes")
+        ax[1].plot(t, [b[k] for b in r["tenant_boost"]], color=col, label=f"tenant {s['tenant']} boost")
+    for a in ax:
+        a.axvline(r["burst"][0], color="grey", ls="--")
+        a.set_xlabel("s (dashed: tenant 2's target set)")
+        a.legend(fontsize=8)
+    ax[0].axhline(r.get("target") or 0.4, color="#d62728", ls=":", lw=1)
+    ax[0].set_ylabel("share (100 ms; dotted: tenant 2's target)")
+    ax[1].set_ylabel("boost")
+    save(fig, f"{out}/qos-tenants.svg")
+    md.append("### Tenant boosting\n")
+    md.append("| tenant | request size | bytes share before target | after | IOPS before → after | p99 µs before → after |")
+    md.append("|---|---|---|---|---|---|")
+    b0, b1 = (sum(s["bytes"][p] for s in r["streams"]) or 1 for p in (0, 1))
+    for s in r["streams"]:
+        md.append(
+            f"| {s['tenant']} | {s['len'] // 1024} KiB | {100 * s['bytes'][0] / b0:.1f} % | {100 * s['bytes'][1] / b1:.1f} % | "
+            f"{s['solo']['iops']:.0f} → {s['burst']['iops']:.0f} | {s['solo']['p99_us']:.0f} → {s['burst']['p99_us']:.0f} |"
+        )
+    md.append("")
+
+
+# ------------------------------------------------------------------------------ advise
+
+
+def advise(runs, model, out, md):
+    service = None
+    rows = defaultdict(dict)  # rho -> K -> (P_block, IOPS, W_us)
+    for rho, lines in model.items():
+        if rho == "service_us":
+            service = float(lines[0])
+            continue
+        for l in lines:
+            m = re.match(r"^\s*(\d+)\s+(\S+)\s+([\d.]+)\s+([\d.]+)\s*$", l)
+            if m:
+                pb = 0.0 if m.group(2).startswith("≈") else float(m.group(2))
+                rows[rho][int(m.group(1))] = (pb, float(m.group(3)), float(m.group(4)))
+    fig, ax = plt.subplots(1, 2, figsize=(12, 4))
+    md.append(f"M/D/1/K model (`nvmedl advise`, service {service} µs = 1/IOPS of a saturated closed loop) next to "
+              "`nvmedl-bench --rate` (open loop, Poisson arrivals; an arrival finding K outstanding is blocked).\n")
+    md.append("| ρ | K | P_block model | P_block measured | IOPS model | IOPS measured | W model µs | mean latency measured µs |")
+    md.append("|---|---|---|---|---|---|---|---|")
+    for i, rho in enumerate(sorted(rows, key=float)):
+        ks = sorted(k for k in rows[rho] if f"rho{rho}-K{k}" in runs)
+        meas = [runs[f"rho{rho}-K{k}"] for k in ks]
+        pbm = [r["jobs"][0]["open_loop"]["p_block"] for r in meas]
+        col = f"C{i}"
+        ax[0].plot(ks, [rows[rho][k][0] for k in ks], "-", color=col, label=f"ρ={rho} model")
+        ax[0].plot(ks, pbm, "o", color=col, label=f"ρ={rho} measured")
+        ax[1].plot(ks, [rows[rho][k][1] for k in ks], "-", color=col)
+        ax[1].plot(ks, [r["iops"] for r in meas], "o", color=col)
+        for k, r in zip(ks, meas):
+            pm, xm, wm = rows[rho][k]
+            md.append(f"| {rho} | {k} | {pm:.4f} | {r['jobs'][0]['open_loop']['p_block']:.4f} | {xm:.0f} | {r['iops']:.0f} | {wm:.0f} | {r['lat_us']['mean']:.0f} |")
+    ax[0].set_xscale("log", base=2)
+    ax[0].set_ylabel("blocking probability")
+    ax[0].set_xlabel("depth K")
+    ax[0].legend(fontsize=7)
+    ax[1].set_xscale("log", base=2)
+    ax[1].set_ylabel("IOPS (line: model, dots: measured)")
+    ax[1].set_xlabel("depth K")
+    save(fig, f"{out}/qos-advise.svg")
+    md.append("")
+
+
+def main():
+    if len(sys.argv) != 4 or sys.argv[1] not in ("evidence", "advise"):
+        sys.exit(__doc__)
+    what, log, out = sys.argv[1:]
+    runs, model = records(log)
+    md = []
+    if what == "evidence":
+        if not (runs.get("mix") or runs.get("tiers") or runs.get("tenants")):
+            sys.exit(f"qos-plot: no qos-json lines in {log}")
+        mix(runs.get("mix", {}), out, md)
+        tiers(runs.get("tiers", {}), out, md)
+        tenants(runs.get("tenants", {}), out, md)
+    else:
+        if not runs.get("advise"):
+            sys.exit(f"qos-plot: no advise lines in {log}")
+        advise(runs["advise"], model, out, md)
+    path = f"{out}/{what}.md"
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(md) + "\n")
+    print("\n".join(md))
+    print(f"qos-plot: wrote {path}")
+
+
+if __name__ == "__main__":
+    main()
