@@ -18,6 +18,8 @@
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 #   make qos-evidence  issue 17's QoS figures in the guest (rev 2) + plots in build/qos/
 #   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
+#   make figures   the paper's fio jobs + the kernel NVMe baseline in the guest (2 boots):
+#                  build/figures/ (fio JSON, one CSV + PNG per figure, summary.md)
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -29,7 +31,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-guest wrr fio qos-evidence qos-advise
+	test-64m bench bench-guest wrr fio qos-evidence qos-advise figures
 
 all: modules
 
@@ -186,6 +188,25 @@ test-install: deps
 fio: initramfs
 	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
+
+# The paper's evaluation through fio (issue 15; qemu/guest-tests/src/figures.rs, scripts/figures.py).
+# Boot 1, rev 2 with one engine per urgency class and the SSD model's default timing: the paper's
+# jobs, then the urgency and WRR jobs with the model slowed (through the test mailbox) so the
+# device is the bottleneck; at most 8 commands in flight inside the model (as `make wrr`) for
+# the whole boot, so arbitration decides who is served. Boot 2, the fake SSD's timing off: the
+# directnvm engine vs the kernel nvme driver on QEMU's emulated NVMe (io_uring hipri, libaio,
+# psync), guest CPU per I/O. fio's JSON comes back on the console between markers.
+FIGURES_OUT ?= build/figures
+# Debian's python3 with python3-matplotlib (scripts/deps.sh), not whatever python3 is first in PATH.
+FIGURES_PY ?= /usr/bin/python3
+figures: initramfs
+	@mkdir -p $(FIGURES_OUT)
+	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 1500 --keep-log $(FIGURES_OUT)/paper.log \
+	  --env DNVM_FIGURES=paper --fake-arg --max-inflight --fake-arg 8 >/dev/null
+	@bash qemu/run.sh --mode figures --revision 2 --timeout 900 --keep-log $(FIGURES_OUT)/baseline.log \
+	  --env DNVM_FIGURES=baseline --fake-arg --timing --fake-arg none >/dev/null
+	@$(FIGURES_PY) scripts/figures.py $(FIGURES_OUT) $(FIGURES_OUT)/paper.log $(FIGURES_OUT)/baseline.log
+	@cat $(FIGURES_OUT)/summary.md
 
 # The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores
 # each write and verify a distinct 64 MiB range through the Rust API and through the C example

@@ -5,7 +5,7 @@
 #
 #   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
 #               [--keep-log FILE] [--env KEY=VALUE]... [--fake-arg ARG]... [--engines N]
-#               [--kver VERSION --initrd FILE]
+#               [--kver VERSION --initrd FILE] [--nvme]
 #
 # --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
 # KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
@@ -14,6 +14,11 @@
 # rev 2 only); the drivers and the fake device both read it from there. --kver boots the test
 # kernel of another linux-source version with an initramfs holding modules built for it
 # (scripts/kernel-compat.sh makes both).
+# --nvme also attaches QEMU's emulated NVMe controller (`-device nvme`, 1 GiB namespace on a
+# RAM-backed file in /dev/shm, no latency model) for the guest kernel's nvme driver, with
+# NVME_POLL_QUEUES (default 2) polled queues (nvme.poll_queues=): /dev/nvme0n1 in the guest,
+# the kernel-stack baseline of fio's io_uring (hipri), libaio and psync engines. The fio,
+# fiojob and figures modes always attach it.
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
 # process and the /dev/shm memory file are removed on exit, whatever happens.
@@ -21,7 +26,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 
 MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
-FAKE_ARGS=() ENGINES=
+FAKE_ARGS=() ENGINES= NVME=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) MODE=suite ;;
@@ -37,6 +42,7 @@ while [ $# -gt 0 ]; do
     --engines) ENGINES=$2; shift ;;
     --timeout) TIMEOUT=$2; shift ;;
     --keep-log) LOG=$2; shift ;;
+    --nvme) NVME=1 ;;
     --no-device) DEVICE=0 ;;   # boot without the fake HDU device (kernel-only debugging)
     --kver) export KVER=$2; shift ;;     # test kernel of another linux-source version
     --initrd) INITRD=$2; shift ;;        # initramfs other than build/initramfs.cpio.gz
@@ -44,6 +50,8 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
+
+case "$MODE" in fio|fiojob|figures) NVME=1 ;; esac
 
 KDIR=$(bash "$TOP/scripts/kernel.sh")
 IMAGE=$KDIR/arch/arm64/boot/Image
@@ -67,7 +75,7 @@ cleanup() {
     for _ in 1 2 3 4 5 6 7 8 9 10; do kill -0 "$FPID" 2>/dev/null || break; sleep 0.2; done
     kill -9 "$FPID" 2>/dev/null || true
   fi
-  rm -f "$SHM"
+  rm -f "$SHM" "$SHM-nvme"
   [ -n "$LOG" ] && cp "$WORK/console.log" "$LOG" 2>/dev/null || true
   rm -rf "$WORK"
   exit $rc
@@ -92,9 +100,17 @@ if [ $DEVICE -eq 1 ]; then
   FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
 fi
 
-APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$GUEST_ENV"
+NVME_ARGS=() NVME_APPEND=
+if [ $NVME -eq 1 ]; then
+  truncate -s 1G "$SHM-nvme"
+  NVME_ARGS=(-drive "file=$SHM-nvme,if=none,format=raw,id=nvm0"
+    -device "nvme,serial=dnvm-baseline,drive=nvm0")
+  NVME_APPEND=" nvme.poll_queues=${NVME_POLL_QUEUES:-2}"
+fi
+
+APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
 timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
-  -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
+  "${NVME_ARGS[@]}" -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &
 QPID=$!
 set +e

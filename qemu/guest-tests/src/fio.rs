@@ -4,6 +4,9 @@
 //! plus the engine's refusals of bad jobs (one line each, no I/O: the region they would
 //! overwrite still holds what the test wrote there through libnvmedl).
 //!
+//! The kernel-stack baseline: one crc32c-verified io_uring job on a polled queue of QEMU's
+//! emulated NVMe (/dev/nvme0n1; qemu/run.sh attaches it in this mode).
+//!
 //! Job files: userspace/fio/jobs/check/ (compiled in). DNVM_FIO_MB sets the MiB each job
 //! writes and verifies (default 8).
 
@@ -21,6 +24,7 @@ const VERIFY_4CORES: &str = include_str!("../../../userspace/fio/jobs/check/veri
 const VERIFY_BSSPLIT: &str = include_str!("../../../userspace/fio/jobs/check/verify-bssplit.fio");
 const VERIFY_DETECTS: &str = include_str!("../../../userspace/fio/jobs/check/verify-detects.fio");
 const BAD: &str = include_str!("../../../userspace/fio/jobs/check/bad.fio");
+const NVME_BASELINE: &str = include_str!("../../../userspace/fio/jobs/check/nvme-baseline.fio");
 
 /// The region every bad job would overwrite (bad.fio: offset=512m size=1m), in 512-byte LBAs.
 const GUARD_LBA: u64 = 512 << 11;
@@ -32,13 +36,13 @@ fn mb() -> u64 {
 }
 
 /// One fio run: exit status, stderr, and the JSON report when fio wrote one.
-struct Run {
-    code: i32,
-    stderr: String,
-    json: Option<Value>,
+pub(crate) struct Run {
+    pub(crate) code: i32,
+    pub(crate) stderr: String,
+    pub(crate) json: Option<Value>,
 }
 
-fn fio(name: &str, job: &str) -> Result<Run, String> {
+pub(crate) fn fio(name: &str, job: &str) -> Result<Run, String> {
     let path = format!("/tmp/fio-{name}.fio");
     let out = format!("/tmp/fio-{name}.json");
     std::fs::write(&path, job).map_err(|e| format!("{path}: {e}"))?;
@@ -56,7 +60,7 @@ fn fio(name: &str, job: &str) -> Result<Run, String> {
     Ok(Run { code: o.status.code().unwrap_or(-1), stderr, json })
 }
 
-fn jobs(r: &Run) -> Result<&Vec<Value>, String> {
+pub(crate) fn jobs(r: &Run) -> Result<&Vec<Value>, String> {
     r.json.as_ref().and_then(|j| j["jobs"].as_array()).ok_or_else(|| format!("no JSON report; stderr: {}", r.stderr.trim()))
 }
 
@@ -131,6 +135,12 @@ pub fn run(t: &mut Tap) {
     });
     t.case("fio: verify=crc32c with bssplit 4k..128k, iodepth 32, batched doorbells, priority scheduler", || {
         verified(&fio("verify-bssplit", VERIFY_BSSPLIT)?, 1, bytes)
+    });
+    t.case("fio: kernel NVMe baseline: io_uring hipri on a polled queue of /dev/nvme0n1, verify=crc32c", || {
+        let poll = std::fs::read_to_string("/sys/block/nvme0n1/queue/io_poll")
+            .map_err(|e| format!("/sys/block/nvme0n1/queue/io_poll: {e} (no emulated NVMe attached?)"))?;
+        check(poll.trim() == "1", format!("nvme0n1 io_poll is {} (no polled queues: nvme.poll_queues)", poll.trim()))?;
+        verified(&fio("nvme-baseline", NVME_BASELINE)?, 1, bytes)
     });
     t.case("fio: verification fails on data written without headers (negative control)", || {
         let r = fio("verify-detects", VERIFY_DETECTS)?;

@@ -16,6 +16,8 @@
 //!   to a measured depth sweep (`make qos-advise`);
 //! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
 //! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
+//! * `figures`: the paper's fio jobs or the kernel-stack baseline (DNVM_FIGURES), fio's JSON
+//!   between console markers (`make figures`);
 //! * `ublk`: nvmedl-ublk: block device, ext4, fio verify, kill/recover, NVMe/TCP export (issue 16);
 //! * `ublkbench`: libnvmedl vs ublk vs NVMe/TCP figures (not in `make check`);
 //! * `info`: demo output.
@@ -25,6 +27,7 @@
 mod drivers;
 mod errtable;
 mod faults;
+mod figures;
 mod fio;
 mod fuzz;
 mod isolation;
@@ -132,13 +135,14 @@ fn main() {
         "qos" => std::process::exit(if qos_evidence() { 0 } else { 1 }),
         "qosadvise" => std::process::exit(if qos_runs::advise() { 0 } else { 1 }),
         "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
+        "figures" => std::process::exit(if figures::run() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
         "ublk" => ublk::run_mode(&mut t),
         "ublkbench" => std::process::exit(if ublk_bench::run() { 0 } else { 1 }),
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
             eprintln!(
-                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|soak|fuzz|libbench|wrr|qos|qosadvise|ublk|ublkbench|info] (got {other})"
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|figures|soak|fuzz|libbench|wrr|qos|qosadvise|ublk|ublkbench|info] (got {other})"
             );
             std::process::exit(2);
         }
