@@ -11,7 +11,7 @@ use kernel::{
     debugfs::{Scope, ScopedDir},
     device, fmt,
     fs::File,
-    io::{mem::DevresIoMem, Io},
+    io::Io,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::{flags as vmflags, VmaNew},
     new_mutex, of, platform,
@@ -40,7 +40,7 @@ mod layout;
 mod nvme;
 
 use abi::*;
-use kshim::{Cache, FileMapping, PhysClaim, PhysWindow, WcMap};
+use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow, WcMap};
 use layout::{Layout, LayoutParams};
 
 /// Bytes of the controller BAR window the driver touches (registers + admin doorbells).
@@ -106,7 +106,7 @@ impl nvme::NvmeHost for Host<'_> {
         self.sh.layout.admin.phys
     }
     fn read_barrier(&self) {
-        kernel::sync::barrier::dma_mb(kernel::sync::barrier::Read);
+        kshim::dma_rmb();
     }
     fn sleep_us(&self, us: u32) {
         kernel::time::delay::fsleep(kernel::time::Delta::from_micros(us as i64));
@@ -449,6 +449,7 @@ impl MiscDevice for DnvmFile {
     type Ptr = KBox<Self>;
 
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
+        kshim::check_open(file)?;
         let shared = DevNode::from_registration(misc).shared.clone();
         let id = {
             let mut st = shared.state.lock();
@@ -521,7 +522,7 @@ impl MiscDevice for DnvmFile {
                 let mut st = sh.state.lock();
                 let c = st.ctrl.ctrl.as_mut().ok_or(ENODEV)?;
                 if !c.wrr {
-                    return Err(EOPNOTSUPP);
+                    return Err(kshim::eopnotsupp());
                 }
                 c.set_arbitration(&Host { sh }, a).map_err(nvme_errno)?;
             }
@@ -551,7 +552,7 @@ struct DnvmData {
 
 struct DnvmDriver;
 
-kernel::of_device_table!(
+kshim::of_device_table!(
     OF_TABLE,
     <DnvmDriver as platform::Driver>::IdInfo,
     [(of::DeviceId::new(c_str!("directnvm,engine")), ())]
@@ -579,7 +580,10 @@ impl platform::Driver for DnvmDriver {
                 })
             },
         })
-        .pin_chain(|data| kshim::add_sysfs(&data.node.reg))
+        .pin_chain(|data| {
+            kshim::misc_set_owner(&data.node.reg);
+            kshim::add_sysfs(&data.node.reg)
+        })
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&DnvmData>) {

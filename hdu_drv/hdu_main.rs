@@ -11,7 +11,7 @@ use kernel::{
     debugfs::Scope,
     device, fmt,
     fs::File,
-    io::{mem::DevresIoMem, Io},
+    io::Io,
     miscdevice::{MiscDevice, MiscDeviceOptions, MiscDeviceRegistration},
     mm::virt::{flags as vmflags, VmaNew},
     new_mutex, of, platform,
@@ -32,7 +32,7 @@ mod abi {
 }
 
 use abi::*;
-use kshim::{Cache, FileMapping, PhysClaim, PhysWindow};
+use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow};
 
 const USER_SIZE: usize = HDU_USER_REGS_SIZE;
 const PRIV_SIZE: usize = HDU_PRIV_REGS_SIZE;
@@ -139,7 +139,7 @@ impl HduShared {
     /// One access to the privileged page. The Devres guard is an RCU read-side section, so it
     /// is taken per access and never held across a sleep or a mutex.
     fn with_priv<R>(&self, f: impl FnOnce(&kernel::io::mem::IoMem<'_, PRIV_SIZE>) -> Result<R>) -> Result<R> {
-        let pr = self.priv_regs.as_ref().ok_or(EOPNOTSUPP)?;
+        let pr = self.priv_regs.as_ref().ok_or_else(kshim::eopnotsupp)?;
         let guard = pr.try_access().ok_or(ENODEV)?;
         f(&guard)
     }
@@ -152,7 +152,7 @@ impl HduShared {
     /// re-program the DMA window. Waits at most `RESET_TIMEOUT_US` for the drain.
     fn reset_engine(&self, qreset: bool) -> Result {
         if !self.revision.can_reset() {
-            return Err(EOPNOTSUPP);
+            return Err(kshim::eopnotsupp());
         }
         let _serial = self.reset_lock.lock();
         self.with_priv(|p| p.try_write64(reset_ctrl(qreset), HDU_PRIV_CTRL))?;
@@ -344,8 +344,9 @@ impl MiscDevice for HduFile {
     type Ptr = KBox<Self>;
 
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
+        kshim::check_open(file)?;
         let shared = DevNode::from_registration(misc).shared.clone();
-        let owner = !is_shared_open(file.flags(), crate::module_parameters::shared_readonly.value());
+        let owner = !is_shared_open(file.flags(), kshim::ParamFlag::is_set(crate::module_parameters::shared_readonly.value()));
         {
             let mut st = shared.state.lock();
             if st.gone {
@@ -427,7 +428,7 @@ struct HduData {
 
 struct HduDriver;
 
-kernel::of_device_table!(
+kshim::of_device_table!(
     OF_TABLE,
     <HduDriver as platform::Driver>::IdInfo,
     [(of::DeviceId::new(c_str!("directnvm,hdu")), ())]
@@ -458,7 +459,10 @@ impl platform::Driver for HduDriver {
                 })
             },
         })
-        .pin_chain(|data| kshim::add_sysfs(&data.node.reg))
+        .pin_chain(|data| {
+            kshim::misc_set_owner(&data.node.reg);
+            kshim::add_sysfs(&data.node.reg)
+        })
     }
 
     fn unbind<'bound>(_pdev: &'bound platform::Device<device::Core<'_>>, this: Pin<&HduData>) {
@@ -560,6 +564,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     Ok(shared)
 }
 
+#[cfg(not(dnvm_pre_7_3))]
 kernel::module_platform_driver! {
     type: HduDriver,
     name: "hdu",
@@ -569,6 +574,23 @@ kernel::module_platform_driver! {
     params: {
         shared_readonly: bool {
             default: false,
+            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
+        },
+    },
+}
+
+// The same module for kernels before 7.3, whose kernel crate has no `bool` parameters: there
+// `shared_readonly` is a byte (0 or 1; `shared_readonly=1` works on both). Keep the two in step.
+#[cfg(dnvm_pre_7_3)]
+kernel::module_platform_driver! {
+    type: HduDriver,
+    name: "hdu",
+    authors: ["DirectNVM-rs developers"],
+    description: "DirectNVM Hardware Dispatch Unit driver",
+    license: "GPL",
+    params: {
+        shared_readonly: u8 {
+            default: 0,
             description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
         },
     },

@@ -90,7 +90,7 @@ qemu-system-aarch64 "${MACHINE[@]}" -machine dumpdtb="$WORK/virt.dtb" -display n
 dtc -@ -q -I dts -O dtb -o "$WORK/overlay.dtbo" "$TOP/dts/qemu-virt-directnvm.dtso"
 fdtoverlay -i "$WORK/virt.dtb" -o "$WORK/board.dtb" "$WORK/overlay.dtbo"
 if [ -n "$ENGINES" ]; then
-  fdtput -t u "$WORK/board.dtb" /pl-bus/directnvm@7f100000 directnvm,engines-per-hdu "$ENGINES"
+  fdtput -t u "$WORK/board.dtb" /directnvm@7f100000 directnvm,engines-per-hdu "$ENGINES"
 fi
 
 if [ $DEVICE -eq 1 ]; then

@@ -25,15 +25,15 @@ struct Board {
 fn find_board() -> Result<Board, String> {
     let mut engine = None;
     let mut hdus = Vec::new();
-    let bus = format!("{DT}/pl-bus");
-    for e in std::fs::read_dir(&bus).map_err(|e| format!("{bus}: {e}"))? {
+    // dts/qemu-virt-directnvm.dtso puts the engine and the HDUs directly under the root.
+    for e in std::fs::read_dir(DT).map_err(|e| format!("{DT}: {e}"))? {
         let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
-        let compat = std::fs::read(format!("{bus}/{name}/compatible")).unwrap_or_default();
+        let compat = std::fs::read(format!("{DT}/{name}/compatible")).unwrap_or_default();
         if compat.starts_with(DT_COMPAT_ENGINE.as_bytes()) {
-            engine = Some(format!("pl-bus/{name}"));
+            engine = Some(name);
         } else if compat.starts_with(DT_COMPAT_HDU.as_bytes()) {
-            let idx = dt_u32(&format!("pl-bus/{name}/directnvm,index")).ok_or("hdu without index")?;
-            hdus.push((format!("pl-bus/{name}"), idx));
+            let idx = dt_u32(&format!("{name}/directnvm,index")).ok_or("hdu without index")?;
+            hdus.push((name, idx));
         }
     }
     hdus.sort_by_key(|h| h.1);

@@ -11,6 +11,9 @@
 #include <linux/of.h>
 #include <linux/of_reserved_mem.h>
 #include <linux/ioport.h>
+#include <linux/miscdevice.h>
+#include <linux/module.h>
+#include <linux/mutex.h>
 #include "kshim.h"
 
 /* Resolve "memory-region" index @idx of @dev: base, size and whether the node is no-map. */
@@ -158,4 +161,43 @@ void dnvm_shim_release_mem(u64 start, u64 size)
 int dnvm_shim_add_groups(struct device *dev)
 {
 	return device_add_groups(dev, dnvm_module_groups());
+}
+
+/* dma_rmb(), for kernels whose Rust crate has no DMA barriers (kshim.rs `dma_rmb`, < 7.3). */
+void dnvm_shim_dma_rmb(void)
+{
+	dma_rmb();
+}
+
+/*
+ * Give the registered misc device @misc file operations whose .owner is this module, for
+ * kernels whose Rust MiscDeviceRegistration leaves .owner NULL (< 7.3; see kshim.rs
+ * `misc_set_owner`). Without an owner an open file does not pin the module, so rmmod would
+ * succeed and the file's next call would run freed code.
+ *
+ * The copy is module-static: files keep pointing at it after the device goes, and they hold a
+ * reference to this module. misc_open() reads misc->fops once (under misc_mtx, which is private
+ * to misc.c) and takes the owner reference with fops_get(); an open that read the old pointer
+ * in the window after misc_register() is refused by dnvm_shim_file_owned().
+ */
+static struct file_operations dnvm_owned_fops;
+static DEFINE_MUTEX(dnvm_owned_fops_lock);
+
+void dnvm_shim_misc_set_owner(struct miscdevice *misc)
+{
+	mutex_lock(&dnvm_owned_fops_lock);
+	if (!dnvm_owned_fops.owner) {
+		/* Every misc device of this module has the same Rust vtable (one MiscDevice type). */
+		dnvm_owned_fops = *misc->fops;
+		dnvm_owned_fops.owner = THIS_MODULE;
+	}
+	/* Publish the filled copy before misc_open() can see the pointer. */
+	smp_store_release(&misc->fops, &dnvm_owned_fops);
+	mutex_unlock(&dnvm_owned_fops_lock);
+}
+
+/* Whether @file was opened through file operations that pin this module. */
+bool dnvm_shim_file_owned(struct file *file)
+{
+	return file->f_op && file->f_op->owner == THIS_MODULE;
 }

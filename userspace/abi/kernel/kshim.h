@@ -14,6 +14,8 @@ struct device;
 struct vm_area_struct;
 struct address_space;
 struct vm_fault;
+struct miscdevice;
+struct file;
 
 /* Result of dnvm_shim_rmem(): the reserved-memory region behind "memory-region" index idx. */
 struct dnvm_shim_rmem {
@@ -48,6 +50,11 @@ void dnvm_shim_fault_insert(struct vm_fault *vmf, phys_addr_t phys, unsigned lon
 
 int dnvm_shim_request_mem(u64 start, u64 size, const char *name);
 void dnvm_shim_release_mem(u64 start, u64 size);
+
+/* Compatibility with kernels older than 7.3 (kshim.rs "Older kernels"). */
+void dnvm_shim_dma_rmb(void);
+void dnvm_shim_misc_set_owner(struct miscdevice *misc);
+bool dnvm_shim_file_owned(struct file *file);
 
 /*
  * Per-module sysfs attributes on the misc class device. Each module's C shim defines

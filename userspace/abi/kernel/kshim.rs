@@ -31,6 +31,9 @@ extern "C" {
     fn dnvm_shim_request_mem(start: u64, size: u64, name: *const core::ffi::c_char) -> c_int;
     fn dnvm_shim_release_mem(start: u64, size: u64);
     fn dnvm_shim_add_groups(dev: *mut c_void) -> c_int;
+    fn dnvm_shim_dma_rmb();
+    fn dnvm_shim_misc_set_owner(misc: *mut c_void);
+    fn dnvm_shim_file_owned(file: *mut c_void) -> bool;
 }
 
 /// Raw `struct device *` of a device. `Device<Ctx>` is `#[repr(transparent)]` over
@@ -281,6 +284,102 @@ impl FileMapping {
     pub(crate) fn zap(&self, start: u64, len: u64) {
         // SAFETY: per the owner's rule above the address space is alive.
         unsafe { dnvm_shim_zap_mapping(self.0.as_ptr().cast(), start, len) };
+    }
+}
+
+// --- Older kernels -------------------------------------------------------------------------
+//
+// The drivers are written against the Rust kernel crate of Linux 7.3. The top-level Kbuild sets
+// `cfg(dnvm_pre_7_3)` when building against an older kernel (7.2 is the oldest it accepts);
+// these items are the only places that differ, so the drivers themselves have no version cfgs.
+
+/// A device-managed I/O memory mapping (`kernel::io::mem::DevresIoMem` of 7.3; before it, the
+/// same thing spelled `Devres<IoMem<'static, SIZE>>`). Both give `try_access()` a guard that
+/// dereferences to an `IoMem` with the `Io` accessors.
+#[cfg(not(dnvm_pre_7_3))]
+pub(crate) use kernel::io::mem::DevresIoMem;
+/// See above.
+#[cfg(dnvm_pre_7_3)]
+pub(crate) type DevresIoMem<const SIZE: usize> = kernel::devres::Devres<kernel::io::mem::IoMem<'static, SIZE>>;
+
+/// `EOPNOTSUPP` (the kernel crate of 7.2 has no constant for it).
+pub(crate) fn eopnotsupp() -> Error {
+    #[cfg(not(dnvm_pre_7_3))]
+    return EOPNOTSUPP;
+    #[cfg(dnvm_pre_7_3)]
+    return Error::from_errno(-(bindings::EOPNOTSUPP as c_int));
+}
+
+/// Read barrier between this CPU and bus-mastering devices (`dma_rmb()`): loads after it see
+/// at least what the device wrote before the load that precedes it (e.g. a completion entry).
+pub(crate) fn dma_rmb() {
+    #[cfg(not(dnvm_pre_7_3))]
+    kernel::sync::barrier::dma_mb(kernel::sync::barrier::Read);
+    // SAFETY: a barrier; no memory is accessed.
+    #[cfg(dnvm_pre_7_3)]
+    unsafe {
+        dnvm_shim_dma_rmb()
+    };
+}
+
+/// `kernel::of_device_table!` of 7.3 (`TABLE, IdInfo type, [entries]`); before 7.3 the macro
+/// also wants the name of the module alias table, which this supplies.
+macro_rules! of_device_table {
+    // Tokens are forwarded as `tt`: 7.3's macro matches the entry list's brackets.
+    ($table:ident, $($rest:tt)*) => {
+        #[cfg(not(dnvm_pre_7_3))]
+        kernel::of_device_table!($table, $($rest)*);
+        #[cfg(dnvm_pre_7_3)]
+        kernel::of_device_table!($table, MODULE_OF_TABLE, $($rest)*);
+    };
+}
+pub(crate) use of_device_table;
+
+/// A yes/no module parameter's `value()`: a `bool` from 7.3 on; before, where the kernel crate
+/// has no `bool` parameters and `value()` returns a reference, a `&u8` (non-zero = yes).
+pub(crate) trait ParamFlag {
+    /// Whether the parameter is set.
+    fn is_set(self) -> bool;
+}
+
+impl ParamFlag for bool {
+    fn is_set(self) -> bool {
+        self
+    }
+}
+
+impl ParamFlag for &u8 {
+    fn is_set(self) -> bool {
+        *self != 0
+    }
+}
+
+/// Make the open files of the registered misc device `misc` pin this module, as
+/// `MiscDeviceRegistration` itself does from 7.3 on (it sets `file_operations.owner`). Before
+/// 7.3 the owner is NULL: rmmod would succeed with a file open and the file's next call would
+/// run freed code. Call it right after registration; `check_open` closes the window.
+pub(crate) fn misc_set_owner<T: kernel::miscdevice::MiscDevice>(misc: &kernel::miscdevice::MiscDeviceRegistration<T>) {
+    #[cfg(dnvm_pre_7_3)]
+    {
+        let p = core::ptr::from_ref(misc).cast_mut().cast::<c_void>();
+        // SAFETY: `MiscDeviceRegistration` is `#[repr(transparent)]` over the registered
+        // `struct miscdevice`, which is alive while `misc` is borrowed; the shim only swaps its
+        // `fops` for a module-static copy with `.owner` set (kshim.c).
+        unsafe { dnvm_shim_misc_set_owner(p) };
+    }
+    #[cfg(not(dnvm_pre_7_3))]
+    let _ = misc;
+}
+
+/// Refuse (EAGAIN) an open whose file does not pin this module: before 7.3, an open that came
+/// in between the misc registration and `misc_set_owner`. Always true from 7.3 on; checked
+/// there too, so the invariant the unload tests rely on is asserted on every kernel.
+pub(crate) fn check_open(file: &File) -> Result {
+    // SAFETY: `file` is the live file being opened; the shim reads its `f_op->owner`.
+    if unsafe { dnvm_shim_file_owned(file.as_ptr().cast()) } {
+        Ok(())
+    } else {
+        Err(EAGAIN)
     }
 }
 
