@@ -144,7 +144,7 @@ qos-advise: initramfs
 	  || { grep -a '^qos:' build/qos/advise.log; tail -n 5 build/qos/advise.log; exit 1; }
 	@$(PLOT_PY) scripts/qos-plot.py advise build/qos/advise.log build/qos
 
-check: test-host test-install oelint dtcheck test-guest
+check: test-host test-install oelint dtcheck test-guest test-kernel-compat
 
 # Installation (scripts/install.sh holds the file list; PROFILE=dev installs the debug build).
 PREFIX ?= /usr/local

@@ -161,8 +161,11 @@ fn cli() -> Case {
     run_ok("/bin/busybox dd if=/dev/urandom of=/tmp/lib-in bs=4096 count=33 2>/dev/null")?;
     run_ok("/bin/nvmedl write 1 65536 /tmp/lib-in")?;
     run_ok("/bin/nvmedl verify 1 65536 /tmp/lib-in")?;
-    run_ok("/bin/nvmedl read 1 65536 135168 /tmp/lib-out")?;
+    let quiet = run_ok("/bin/nvmedl read 1 65536 135168 /tmp/lib-out")?;
+    check(!quiet.contains("MiB ("), format!("no progress line when stderr is not a terminal: {quiet}"))?;
     run_ok("/bin/busybox cmp /tmp/lib-in /tmp/lib-out")?;
+    let loud = run_ok("/bin/nvmedl --progress always read 1 65536 135168 /tmp/lib-out")?;
+    check(loud.contains("read 0.1/0.1 MiB (100%)"), format!("--progress always prints the final progress line: {loud}"))?;
     let (ok, _) = sh("/bin/nvmedl verify 1 65544 /tmp/lib-in");
     check(!ok, "verify at a shifted LBA must fail")?;
     Ok(())

@@ -10,6 +10,7 @@ pub mod bench_load;
 pub mod bench_qos;
 pub mod bench_report;
 pub mod nvmedl_cli;
+pub mod progress;
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;

@@ -22,6 +22,7 @@ use nvmedl::qos::advisor::{self, AdviceInput};
 use nvmedl::qos::mdk;
 use nvmedl::{Device, Error, Handle};
 use nvmedl_tools::nvmedl_cli::{Class, Command, NvmedlCli, ResetTarget};
+use nvmedl_tools::progress::Progress;
 use nvmedl_tools::EXIT_FAILURE;
 use serde::Serialize;
 
@@ -194,7 +195,7 @@ fn layout(dev: &Device) -> Result<(), Error> {
 }
 
 /// Move `len` bytes between the SSD at `lba` and `data`, in chunks of one buffer.
-fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool) -> Result<(), Error> {
+fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool, progress: &mut Progress) -> Result<(), Error> {
     let chunk = (h.max_request() as usize).min(1 << 20).min(h.data_size() / 2).max(4096) / 4096 * 4096;
     let mut buf = h.buf_alloc(chunk)?;
     let mut off = 0;
@@ -212,7 +213,9 @@ fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool) -> Result<()
             data[off..off + n].copy_from_slice(&buf.as_slice()[..n]);
         }
         off += n;
+        progress.add(n as u64);
     }
+    progress.finish();
     h.buf_free(buf)
 }
 
@@ -278,21 +281,22 @@ fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
         Command::Read { core, lba, bytes, file } => {
             let mut h = dev.handle(core_u32(core)?)?;
             let mut data = vec![0u8; usize::try_from(bytes).map_err(|_| Error::InvalidArgument)?];
-            transfer(&mut h, lba, &mut data, false)?;
+            transfer(&mut h, lba, &mut data, false, &mut Progress::new(cli.progress, "read", bytes))?;
             std::fs::write(&file, &data).map_err(|e| os_error(&file, e))?;
             println!("read {bytes} bytes at LBA {lba} to {file}");
         }
         Command::Write { core, lba, file } => {
             let mut data = std::fs::read(&file).map_err(|e| os_error(&file, e))?;
             let mut h = dev.handle(core_u32(core)?)?;
-            transfer(&mut h, lba, &mut data, true)?;
+            let mut progress = Progress::new(cli.progress, "write", data.len() as u64);
+            transfer(&mut h, lba, &mut data, true, &mut progress)?;
             println!("wrote {} bytes at LBA {lba} from {file}", data.len());
         }
         Command::Verify { core, lba, file } => {
             let data = std::fs::read(&file).map_err(|e| os_error(&file, e))?;
             let mut h = dev.handle(core_u32(core)?)?;
             let mut disk = vec![0u8; data.len()];
-            transfer(&mut h, lba, &mut disk, false)?;
+            transfer(&mut h, lba, &mut disk, false, &mut Progress::new(cli.progress, "verify", data.len() as u64))?;
             if let Some(i) = disk.iter().zip(&data).position(|(a, b)| a != b) {
                 println!("verify: MISMATCH at byte {i} (LBA {})", lba + (i / 512) as u64);
                 return Ok(ExitCode::from(EXIT_FAILURE));

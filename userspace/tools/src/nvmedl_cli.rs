@@ -4,6 +4,7 @@
 use clap::{Parser, Subcommand};
 
 use crate::parse_num;
+use crate::progress::ProgressMode;
 
 /// Inspect and administer a DirectNVM engine, and move LBAs between the SSD and files.
 #[derive(Parser, Debug)]
@@ -12,6 +13,9 @@ pub struct NvmedlCli {
     /// The engine's character device.
     #[arg(long, short = 'd', global = true, value_name = "PATH", default_value = nvmedl::chardev::DEFAULT_DEVICE)]
     pub device: String,
+    /// Progress of read/write/verify on standard error: auto (when it is a terminal), always, never.
+    #[arg(long, global = true, value_enum, default_value_t = ProgressMode::Auto, value_name = "WHEN")]
+    pub progress: ProgressMode,
     #[command(subcommand)]
     pub command: Command,
 }
