@@ -101,6 +101,9 @@ fn main() {
         std::process::exit(ublk_srv::writer_main(&rest));
     }
     let t0 = std::time::Instant::now();
+    // Which kernel this boot runs (make check boots 7.3 and, for the compat run, 7.2).
+    let release = std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default();
+    println!("# kernel {}, mode {arg}", release.trim());
     let mut t = tap::Tap::default();
     match arg.as_str() {
         "suite" => {
