@@ -54,6 +54,7 @@ impl LibCase {
     }
 
     /// At least `ios` I/Os (whole rounds); any failed completion is an error.
+    #[inline(always)]
     pub fn run(&mut self, ios: u64) -> Result<(), String> {
         let qd = self.bufs.len();
         let mut completed = 0u64;
