@@ -11,6 +11,8 @@
 #   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
+#   make bench-batch / bench-idle / bench-profile   START batch sweep, backoff of a waiting
+#                  handle, perf profile of the QD32 path (host; docs/performance.md)
 #   make install / uninstall [PREFIX=/usr/local] [DESTDIR=]   libnvmedl (.so with soname, .a,
 #                  header, pkg-config), nvmedl tools + man pages, udev rule; [KDIR=..] adds the modules
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
@@ -31,7 +33,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-guest wrr fio qos-evidence qos-advise figures
+	test-64m bench bench-batch bench-idle bench-profile bench-guest wrr fio qos-evidence qos-advise figures
 
 all: modules
 
@@ -221,6 +223,23 @@ test-64m: initramfs
 bench: deps
 	cargo build --release -q -p nvmedl-cpubench
 	./target/release/nvmedl-cpubench
+
+# Issue 18's host figures (docs/performance.md): the START batch sweep (rev 1/2, QD1/QD32,
+# batch 1..64), the backoff of a waiting handle (idle CPU, first I/O after idle), and a perf
+# profile of the libnvmedl case at QD32 (perf from Debian's linux-perf; make deps installs it).
+bench-batch: deps
+	cargo build --release -q -p nvmedl-cpubench
+	./target/release/nvmedl-cpubench --ios 300000 batch
+
+bench-idle: deps
+	cargo build --release -q -p nvmedl-cpubench
+	./target/release/nvmedl-cpubench idle
+
+bench-profile: deps
+	cargo build --release -q -p nvmedl-cpubench
+	mkdir -p build
+	@perf record -q -g -o build/cpubench-qd32.perf ./target/release/nvmedl-cpubench --ios 2000000 lib --rev 2 --qd 32
+	@perf report -q -i build/cpubench-qd32.perf --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15
 
 # nvmedl-bench figures in the guest (rand read QD1/QD32, seq read/write), rev 1 and rev 2.
 # BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-tests/src/library.rs),

@@ -128,7 +128,10 @@ pub struct Request {
     pub(crate) tenant: Option<u32>,
 }
 
+// The builders are `#[inline]`: they run once per I/O in the caller's crate, where a call
+// across the crate boundary is not inlined otherwise.
 impl Request {
+    #[inline]
     fn on(op: Op, buf: &Buffer, lba: u64) -> Request {
         Request {
             op,
@@ -144,14 +147,17 @@ impl Request {
         }
     }
     /// Read `buf.len()` bytes at `lba` (512-byte units, 4 KiB aligned) into `buf`.
+    #[inline]
     pub fn read(buf: &Buffer, lba: u64) -> Request {
         Self::on(Op::Read, buf, lba)
     }
     /// Write `buf` at `lba`.
+    #[inline]
     pub fn write(buf: &Buffer, lba: u64) -> Request {
         Self::on(Op::Write, buf, lba)
     }
     /// Flush the SSD's volatile write cache (rev 2).
+    #[inline]
     pub fn flush() -> Request {
         Request {
             op: Op::Flush,
@@ -167,32 +173,38 @@ impl Request {
         }
     }
     /// Transfer only `len` bytes (multiple of 4 KiB, at most the buffer).
+    #[inline]
     pub fn len(mut self, len: u32) -> Request {
         self.len = len;
         self
     }
     /// Urgency class 0 (urgent) .. 3 (low) of this request.
+    #[inline]
     pub fn priority(mut self, p: u16) -> Request {
         self.priority = Some(p);
         self
     }
     /// Deadline relative to submission (used by deadline-aware schedulers).
+    #[inline]
     pub fn deadline(mut self, d: Duration) -> Request {
         self.deadline = Some(d);
         self
     }
     /// Caller's tag, returned in the completion (default: a per-handle sequence number).
+    #[inline]
     pub fn tag(mut self, t: u64) -> Request {
         self.tag = Some(t);
         self
     }
     /// Tenant id (`0 .. qos::MAX_TENANTS`; default: the handle's tenant) for accounting and
     /// tenant-aware schedulers.
+    #[inline]
     pub fn tenant(mut self, t: u32) -> Request {
         self.tenant = Some(t);
         self
     }
     /// The operation.
+    #[inline]
     pub fn op(&self) -> Op {
         self.op
     }

@@ -5,7 +5,8 @@
 //! nvmedl-bench [--rw seq-read|seq-write|rand-read|rand-write|mixed] [--rwmix 70] [--bs 4096]
 //!              [--iodepth 32] [--cores 0,1,2,3] [--priority 1 | 0,3,...] [--runtime 5 | --ios N]
 //!              [--size BYTES-per-core] [--verify] [--json] [--device PATH] [--inproc REV]
-//!              [--yield N] [--batch N] [--syscall-markers] [--bs-dist fixed|exp [--bs-max B]]
+//!              [--yield N] [--backoff spin|adaptive [--backoff-*-us US]] [--batch N]
+//!              [--syscall-markers] [--bs-dist fixed|exp [--bs-max B]]
 //!              [--prio-mix P:W,..] [--rate IOPS] [--trace-ms MS] [QoS flags: bench_qos.rs]
 //! ```
 //! One job per core (one thread, one handle). Latency is submit → completion (arrival →
@@ -21,6 +22,9 @@
 //!
 //! `--yield N` sets the library's `yield_spins` and makes the job call `sched_yield` after N
 //! polls in a row that found nothing (default 0: pure polling, no system call).
+//! `--backoff adaptive` gives the handle the library's `Backoff` (thresholds from the
+//! `--backoff-*-us` flags) and makes the job wait in `Handle::wait` instead of polling: spin,
+//! then yield, then sleep while nothing completes (the default `spin` polls without a break).
 //! `--batch N` sets the library's `batch` (start a batch once N requests are staged; default 1).
 //! With the rev 2 START queue a batch of a quarter of the queue depth keeps two batches in
 //! flight, so the NVMe queue stays full.
@@ -78,6 +82,7 @@ struct Opts {
     device: String,
     inproc: Option<u32>,
     yield_polls: u32,
+    backoff: Option<nvmedl::Backoff>,
     batch: usize,
     markers: bool,
     inproc_timing: InprocTiming,
@@ -108,6 +113,7 @@ fn opts(cli: &BenchCli) -> Result<Opts, String> {
         device: cli.device.clone(),
         inproc: cli.inproc.map(|r| r.min(u64::from(u32::MAX)) as u32),
         yield_polls: cli.yield_polls.min(u64::from(u32::MAX)) as u32,
+        backoff: cli.backoff()?,
         batch: small(cli.batch, "batch")?,
         markers: cli.syscall_markers,
         inproc_timing: cli.inproc_timing,
@@ -189,6 +195,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         iodepth: o.iodepth,
         priority,
         yield_spins: o.yield_polls,
+        backoff: o.backoff,
         batch: o.batch,
         ..HandleOptions::default()
     };
@@ -319,7 +326,27 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         if completed == issued && (time_up || issued + blocked >= limit || stop.load(Ordering::Relaxed)) {
             break;
         }
-        let n = h.poll(&mut done);
+        let n = match o.backoff {
+            None => h.poll(&mut done),
+            // Nothing outstanding (open loop between arrivals): sleep towards the next one.
+            Some(b) if h.outstanding() == 0 => {
+                if let Some(a) = arrivals.as_ref() {
+                    let (due, now) = (t0 + a.due(), Instant::now());
+                    if due > now {
+                        std::thread::sleep((due - now).min(b.max_sleep));
+                    }
+                }
+                0
+            }
+            Some(_) => match h.wait(&mut done) {
+                Ok(n) => n,
+                Err(e) => {
+                    r.errors += issued - completed;
+                    r.first_error.get_or_insert(format!("wait: {e}"));
+                    break;
+                }
+            },
+        };
         if n == 0 && o.yield_polls != 0 {
             empty_polls += 1;
             if empty_polls >= o.yield_polls {

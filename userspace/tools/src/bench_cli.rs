@@ -103,6 +103,27 @@ pub struct BenchCli {
     /// (0: pure polling, no system call).
     #[arg(long = "yield", default_value = "0", value_parser = parse_size, value_name = "N")]
     pub yield_polls: u64,
+    /// How the job waits for completions: spin (poll without a break, the default; no system
+    /// call while I/O flows) or adaptive (the library's backoff: spin --backoff-spin-us after
+    /// the last completion, then sched_yield for --backoff-yield-us, then sleep from
+    /// --backoff-min-sleep-us doubling up to --backoff-max-sleep-us, the bound of the wake-up
+    /// cost). With --rate an adaptive job also sleeps until the next arrival when nothing is
+    /// outstanding.
+    #[arg(long, value_enum, default_value = "spin")]
+    pub backoff: BackoffMode,
+    /// Spin phase of --backoff adaptive in microseconds (0..=1000000).
+    #[arg(long, default_value = "50", value_parser = parse_size, value_name = "US")]
+    pub backoff_spin_us: u64,
+    /// Yield phase of --backoff adaptive in microseconds (0..=1000000).
+    #[arg(long, default_value = "200", value_parser = parse_size, value_name = "US")]
+    pub backoff_yield_us: u64,
+    /// First sleep of --backoff adaptive in microseconds (1..=--backoff-max-sleep-us).
+    #[arg(long, default_value = "10", value_parser = parse_size, value_name = "US")]
+    pub backoff_min_sleep_us: u64,
+    /// Longest sleep of --backoff adaptive in microseconds (..=100000): the bound of the
+    /// wake-up cost.
+    #[arg(long, default_value = "1000", value_parser = parse_size, value_name = "US")]
+    pub backoff_max_sleep_us: u64,
     /// Start a batch once N requests are staged (the library's `batch`; 1 <= N <= iodepth).
     #[arg(long, default_value = "1", value_parser = parse_size, value_name = "N")]
     pub batch: u64,
@@ -117,6 +138,15 @@ pub struct BenchCli {
     /// QoS (docs/qos.md).
     #[command(flatten)]
     pub qos: crate::bench_qos::QosArgs,
+}
+
+/// How a job waits for completions.
+#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
+pub enum BackoffMode {
+    /// Poll without a break.
+    Spin,
+    /// The library's backoff (spin, yield, sleep) with the --backoff-* thresholds.
+    Adaptive,
 }
 
 /// SSD timing of the in-process model.
@@ -156,7 +186,26 @@ impl BenchCli {
         if !(self.runtime.is_finite() && self.runtime >= 0.0) {
             return Err(format!("--runtime {} is not a number of seconds", self.runtime));
         }
+        self.backoff()?;
         self.qos.validate()
+    }
+
+    /// The library backoff of `--backoff adaptive` (`None` for spin).
+    pub fn backoff(&self) -> Result<Option<nvmedl::Backoff>, String> {
+        if self.backoff == BackoffMode::Spin {
+            return Ok(None);
+        }
+        let us = |v: u64| Duration::from_micros(v.min(u64::from(u32::MAX)));
+        let b = nvmedl::Backoff {
+            spin: us(self.backoff_spin_us),
+            yield_for: us(self.backoff_yield_us),
+            min_sleep: us(self.backoff_min_sleep_us),
+            max_sleep: us(self.backoff_max_sleep_us),
+        };
+        b.validate().map_err(|_| {
+            "--backoff-spin-us and --backoff-yield-us are at most 1000000, 1 <= --backoff-min-sleep-us <= --backoff-max-sleep-us <= 100000".to_string()
+        })?;
+        Ok(Some(b))
     }
 
     /// The request sizes.
@@ -197,6 +246,25 @@ mod tests {
         assert!(o.prio_mix.is_none() && o.rate.is_none() && o.trace_ms.is_none());
         assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Fixed, bs: 4096, max: 4096 });
         assert!(o.validate().is_ok());
+        assert_eq!((o.backoff, o.backoff().unwrap()), (BackoffMode::Spin, None));
+    }
+
+    #[test]
+    fn backoff_flags() {
+        let o = parse("--backoff adaptive").unwrap();
+        assert_eq!(o.backoff().unwrap(), Some(nvmedl::Backoff::default()), "the flag defaults are the library's");
+        let o = parse("--backoff adaptive --backoff-spin-us 5 --backoff-yield-us 0 --backoff-min-sleep-us 20 --backoff-max-sleep-us 100")
+            .unwrap();
+        let b = o.backoff().unwrap().unwrap();
+        let us = Duration::from_micros;
+        assert_eq!((b.spin, b.yield_for, b.min_sleep, b.max_sleep), (us(5), us(0), us(20), us(100)));
+        o.validate().unwrap();
+        for bad in ["--backoff-max-sleep-us 200000", "--backoff-min-sleep-us 0", "--backoff-min-sleep-us 2000", "--backoff-spin-us 2000000"]
+        {
+            let o = parse(&format!("--backoff adaptive {bad}")).unwrap();
+            assert!(o.validate().is_err(), "{bad}");
+        }
+        assert!(parse("--backoff sometimes").is_err());
     }
 
     #[test]

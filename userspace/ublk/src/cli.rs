@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The command line (clap derive).
 
-use clap::{Args, Parser, Subcommand};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
 
 /// DirectNVM as a block device (/dev/ublkbN) and an NVMe/TCP storage node.
 #[derive(Debug, Parser)]
@@ -46,6 +48,46 @@ pub struct ServeArgs {
     /// DirectNVM control device.
     #[arg(long, default_value = "/dev/directnvm")]
     pub device: String,
+    /// How a queue thread waits for the engine: adaptive (the library's backoff: spin, then
+    /// yield, then sleep up to --backoff-max-sleep-us while nothing completes) or spin (poll
+    /// without a break: one busy CPU per queue while I/O is in the engine).
+    #[arg(long, value_enum, default_value = "adaptive")]
+    pub backoff: BackoffMode,
+    /// Spin phase of the adaptive wait in microseconds (after the last completion).
+    #[arg(long, default_value_t = 50, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub backoff_spin_us: u64,
+    /// Yield phase of the adaptive wait in microseconds.
+    #[arg(long, default_value_t = 200, value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    pub backoff_yield_us: u64,
+    /// Longest sleep of the adaptive wait in microseconds: the bound of its wake-up cost.
+    #[arg(long, default_value_t = 1000, value_parser = clap::value_parser!(u64).range(1..=100_000))]
+    pub backoff_max_sleep_us: u64,
+}
+
+/// How a queue thread waits for the engine.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum BackoffMode {
+    /// The library's backoff (spin, yield, sleep).
+    Adaptive,
+    /// Poll without a break.
+    Spin,
+}
+
+impl ServeArgs {
+    /// The library backoff of the queue handles (`None`: spin).
+    pub fn backoff(&self) -> Option<nvmedl::Backoff> {
+        if self.backoff == BackoffMode::Spin {
+            return None;
+        }
+        let d = nvmedl::Backoff::default();
+        let max_sleep = Duration::from_micros(self.backoff_max_sleep_us);
+        Some(nvmedl::Backoff {
+            spin: Duration::from_micros(self.backoff_spin_us),
+            yield_for: Duration::from_micros(self.backoff_yield_us),
+            min_sleep: d.min_sleep.min(max_sleep),
+            max_sleep,
+        })
+    }
 }
 
 #[derive(Debug, Args)]
@@ -74,4 +116,30 @@ pub struct UnexportArgs {
 /// The default subsystem NQN of ublk device `dev`.
 pub fn default_nqn(dev: i32) -> String {
     format!("nqn.2026-01.io.directnvm:ublk{dev}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn serve(line: &str) -> ServeArgs {
+        let cli = Cli::try_parse_from(std::iter::once("nvmedl-ublk serve").chain(line.split_whitespace())).unwrap();
+        match cli.cmd {
+            Cmd::Serve(a) => a,
+            other => panic!("parsed {other:?}"),
+        }
+    }
+
+    #[test]
+    fn queues_back_off_by_default() {
+        let b = serve("serve").backoff().expect("adaptive by default");
+        assert_eq!(b, nvmedl::Backoff::default());
+        assert!(b.validate().is_ok());
+        assert_eq!(serve("serve --backoff spin").backoff(), None);
+        let b = serve("serve --backoff-max-sleep-us 5 --backoff-spin-us 0").backoff().unwrap();
+        assert_eq!((b.spin, b.min_sleep, b.max_sleep), (Duration::ZERO, Duration::from_micros(5), Duration::from_micros(5)));
+        assert!(b.validate().is_ok());
+        let bad = Cli::try_parse_from(["nvmedl-ublk", "serve", "--backoff-max-sleep-us", "200000"]);
+        assert!(bad.is_err(), "above the library's sleep bound");
+    }
 }

@@ -6,6 +6,11 @@
 //! (`pread`/`pwrite` on `/dev/ublkcN`). The commands of one io_uring completion batch are
 //! submitted to the engine together, then the batch is drained and committed.
 //!
+//! Waiting for the engine: with the handle's backoff (the server's default, `--backoff
+//! adaptive`) `drain` waits in `Handle::wait`, which spins while completions keep coming and
+//! then yields and sleeps, so a queue whose I/O sits in a slow engine gives its CPU back;
+//! without one it polls without a break.
+//!
 //! Requests not aligned to the engine's 4 KiB granule are widened: reads read the enclosing
 //! granules, writes read them first (read-modify-write, after draining this queue).
 
@@ -143,9 +148,15 @@ impl QueueIo {
     /// Wait for everything this queue has in the engine and commit each command.
     fn drain(&mut self, q: &UblkQueue) {
         let mut last = Instant::now();
+        let backoff = self.io.handle.backoff().is_some();
         while self.n_inflight > 0 {
             self.io.handle.kick();
-            let n = self.io.handle.poll(&mut self.done);
+            let n = if backoff {
+                // Err: the wait's own bound passed; the stall check below decides.
+                self.io.handle.wait(&mut self.done).unwrap_or(0)
+            } else {
+                self.io.handle.poll(&mut self.done)
+            };
             for i in 0..n {
                 let c = std::mem::replace(&mut self.done[i], Completion { tag: 0, result: Ok(()) });
                 self.finish(q, c);
@@ -154,7 +165,7 @@ impl QueueIo {
                 last = Instant::now();
             } else if last.elapsed() > STALL {
                 self.fail_all(q);
-            } else {
+            } else if !backoff {
                 std::hint::spin_loop();
             }
         }

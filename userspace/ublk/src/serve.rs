@@ -40,7 +40,7 @@ fn claim(a: &ServeArgs) -> Result<(Device, Vec<nvmedl::Handle>)> {
     let dev = Device::open_path(&a.device)?;
     let mut hs = Vec::new();
     for &core in &a.cores {
-        let opts = HandleOptions { priority: a.urgency, ..Default::default() };
+        let opts = HandleOptions { priority: a.urgency, backoff: a.backoff(), ..Default::default() };
         hs.push(dev.handle_with(core, opts).map_err(|err| UblkSrvError::Core { core, err })?);
     }
     Ok((dev, hs))

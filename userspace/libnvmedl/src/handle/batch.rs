@@ -32,22 +32,26 @@ impl Handle {
         let reqs0 = self.inflight.len();
         let mut n = 0u32;
         while let Some(id) = self.sched.pop(now) {
-            let s = self.slots[id as usize];
-            if base + n + s.entries > limit {
-                self.sched.unpop(id, s.info);
+            // Only the fields the entries need (a whole-slot copy costs on the hot path).
+            let s = &mut self.slots[id as usize];
+            let entries = s.entries;
+            if base + n + entries > limit {
+                let info = s.info;
+                self.sched.unpop(id, info);
                 break;
             }
-            self.slots[id as usize].first_entry = base + n;
-            self.slots[id as usize].launch_ns = stamp;
+            s.first_entry = base + n;
+            s.launch_ns = stamp;
+            let (op, urgency, len, bus, lba) = (s.op, s.urgency, s.len, s.bus, s.lba);
             let mut done = 0u32;
-            for i in 0..s.entries {
-                let bytes = if s.op == DNVM_OP_FLUSH { 0 } else { (s.len - done).min(self.entry_bytes) };
+            for i in 0..entries {
+                let bytes = if op == DNVM_OP_FLUSH { 0 } else { (len - done).min(self.entry_bytes) };
                 let e = DnvmEntry {
-                    op: s.op,
-                    urgency: s.urgency,
+                    op,
+                    urgency,
                     block_size: bytes,
-                    data_addr: if s.op == DNVM_OP_FLUSH { 0 } else { s.bus + u64::from(done) },
-                    lba: if s.op == DNVM_OP_FLUSH { 0 } else { s.lba + u64::from(done / DNVM_LBA_SIZE) },
+                    data_addr: if op == DNVM_OP_FLUSH { 0 } else { bus + u64::from(done) },
+                    lba: if op == DNVM_OP_FLUSH { 0 } else { lba + u64::from(done / DNVM_LBA_SIZE) },
                 };
                 let at = (base + n + i) as usize;
                 // SAFETY: at < limit <= batch_max <= entries of the mapped staging region. Plain
@@ -59,7 +63,7 @@ impl Handle {
                 }
                 done += bytes;
             }
-            n += s.entries;
+            n += entries;
             self.inflight.push(id);
             self.inflight_done.push(false);
         }

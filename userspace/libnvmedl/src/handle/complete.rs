@@ -5,19 +5,24 @@ use super::*;
 
 impl Handle {
     pub(super) fn complete(&mut self, id: u32, result: Result<()>) {
-        let s = self.slots[id as usize];
-        self.account(&s, result.is_ok());
+        // Only what is needed is read from the slot (a whole-slot copy costs on the hot path).
+        if self.depth_ctl.is_some() || self.tenants.is_some() {
+            let s = self.slots[id as usize];
+            self.account(&s, result.is_ok());
+        }
+        let s = &self.slots[id as usize];
+        let (sync, seq, tag) = (s.sync, s.info.seq, s.tag);
         self.free.push(id);
         self.stats.completed += 1;
         if result.is_err() {
             self.stats.errors += 1;
         }
-        if s.sync {
-            if s.info.seq == self.sync_seq {
+        if sync {
+            if seq == self.sync_seq {
                 self.sync_result = Some(result);
             }
         } else {
-            self.done.push_back(Completion { tag: s.tag, result });
+            self.done.push_back(Completion { tag, result });
         }
     }
 
@@ -52,8 +57,7 @@ impl Handle {
                 continue;
             }
             let id = self.inflight[k];
-            let s = self.slots[id as usize];
-            let r = if self.revision.has_status() { self.status_of(&s, false).unwrap_or(Ok(())) } else { Ok(()) };
+            let r = if self.revision.has_status() { self.status_of(&self.slots[id as usize], false).unwrap_or(Ok(())) } else { Ok(()) };
             self.complete(id, r);
         }
         self.clear_inflight();
@@ -78,8 +82,7 @@ impl Handle {
             if self.inflight_done[k] {
                 continue;
             }
-            let s = self.slots[self.inflight[k] as usize];
-            let Some(r) = self.status_of(&s, true) else {
+            let Some(r) = self.status_of(&self.slots[self.inflight[k] as usize], true) else {
                 continue;
             };
             if !found {

@@ -35,7 +35,8 @@ impl Handle {
         if r.len == 0 || !(r.len as usize).is_multiple_of(PAGE) || r.len as usize > r.buf_len {
             return Err(Error::BadLength);
         }
-        let entries = r.len.div_ceil(self.entry_bytes);
+        // One entry in the common case, without a division.
+        let entries = if r.len <= self.entry_bytes { 1 } else { r.len.div_ceil(self.entry_bytes) };
         if entries > self.batch_max {
             return Err(Error::BadLength);
         }
@@ -64,17 +65,18 @@ impl Handle {
         Ok(s)
     }
 
-    pub(super) fn enqueue(&mut self, mut s: Slot, r: &Request, sync: bool) -> u64 {
+    #[inline(always)]
+    pub(super) fn enqueue(&mut self, s: Slot, r: &Request, sync: bool) -> u64 {
         self.seq += 1;
-        s.tag = r.tag.unwrap_or(self.seq);
-        s.sync = sync;
-        s.info = SchedInfo {
+        let tag = r.tag.unwrap_or(self.seq);
+        let info = SchedInfo {
             priority: s.urgency,
             seq: self.seq,
             // The clock is read only for requests with a deadline (it costs ~20 ns).
             deadline_ns: r.deadline.map_or(u64::MAX, |d| self.now_ns().saturating_add(d.as_nanos() as u64)),
             tenant: s.info.tenant,
         };
+        let mut submit_ns = s.submit_ns;
         if self.tenants.is_some() {
             // Tenant latency counts from submit on the coarse clock; the first request of a
             // busy period reads the clock (one read per busy period), later ones reuse the
@@ -82,17 +84,37 @@ impl Handle {
             if self.pending() == 0 {
                 self.clock_ns = self.now_ns().max(1);
             }
-            s.submit_ns = self.clock_ns;
+            submit_ns = self.clock_ns;
         }
         // The caller checked that a slot is free.
         let id = self.free.pop().unwrap_or_default();
-        self.slots[id as usize] = s;
-        self.sched.push(id, s.info);
+        // Field by field into the table (hot path): copying the whole `s` after changing a few
+        // narrow fields of it stalls on store forwarding (perf, docs/performance.md). The
+        // pattern names every field, so a new one cannot be forgotten here.
+        let Slot { op, urgency, lba, len, bus, tag: _, entries, first_entry, sync: _, info: _, launch_ns, submit_ns: _ } = s;
+        let d = &mut self.slots[id as usize];
+        d.op = op;
+        d.urgency = urgency;
+        d.lba = lba;
+        d.len = len;
+        d.bus = bus;
+        d.tag = tag;
+        d.entries = entries;
+        d.first_entry = first_entry;
+        d.sync = sync;
+        let SchedInfo { priority, seq, deadline_ns, tenant } = info;
+        d.info.priority = priority;
+        d.info.seq = seq;
+        d.info.deadline_ns = deadline_ns;
+        d.info.tenant = tenant;
+        d.launch_ns = launch_ns;
+        d.submit_ns = submit_ns;
+        self.sched.push(id, info);
         self.stats.submitted += 1;
         if self.hw == Hw::Idle && self.sched.len() >= self.batch {
             self.launch();
         }
-        s.tag
+        tag
     }
 
     /// `iodepth` requests are staged or in flight.
