@@ -13,7 +13,7 @@ use directnvm_abi::*;
 
 use crate::board::Board;
 use crate::mem::GuestMem;
-use crate::nvme::spec::{self, admin, cq_doorbell, feat, sq_doorbell, Cqe, Sqe};
+use crate::nvme::spec::{self, cq_doorbell, feat, sq_doorbell, Cqe, Sqe};
 
 /// Admin queue entries used by the bring-up.
 const ADMIN_DEPTH: u32 = 32;
@@ -126,11 +126,10 @@ impl HostNvme {
         let m = &self.mem;
         m.fill(self.asq, u64::from(ADMIN_DEPTH) * 64, 0).map_err(bu)?;
         m.fill(self.acq, u64::from(ADMIN_DEPTH) * 16, 0).map_err(bu)?;
-        m.store32(self.bar + spec::r(spec::reg::AQA), (ADMIN_DEPTH - 1) | ((ADMIN_DEPTH - 1) << 16)).map_err(bu)?;
+        m.store32(self.bar + spec::r(spec::reg::AQA), spec::aqa(ADMIN_DEPTH)).map_err(bu)?;
         m.store64(self.bar + spec::r(spec::reg::ASQ), self.asq).map_err(bu)?;
         m.store64(self.bar + spec::r(spec::reg::ACQ), self.acq).map_err(bu)?;
-        let cc = spec::CC_EN | spec::CC_IOQES | if wrr { spec::CC_AMS_WRR << spec::CC_AMS_SHIFT } else { 0 };
-        m.store32(self.bar + spec::r(spec::reg::CC), cc).map_err(bu)?;
+        m.store32(self.bar + spec::r(spec::reg::CC), spec::cc_enable(wrr)).map_err(bu)?;
         self.sq_tail = 0;
         self.cq_head = 0;
         self.phase = true;
@@ -153,7 +152,7 @@ impl HostNvme {
         m.store32(sq_doorbell(self.bar, 0), self.sq_tail).map_err(bu)?;
         let addr = self.acq + u64::from(self.cq_head) * 16;
         let phase = self.phase;
-        self.wait(pump, "admin completion", |m| m.load32(addr + 12).map(|d| (d >> 16) & 1 == 1) == Ok(phase))?;
+        self.wait(pump, "admin completion", |m| m.load32(addr + spec::CQE_DW3 as u64).map(spec::cqe_phase) == Ok(phase))?;
         let mut b = [0u8; 16];
         m.read(addr, &mut b).map_err(bu)?;
         let (cqe, _) = Cqe::decode(&b);
@@ -184,11 +183,11 @@ impl HostNvme {
     /// Identify controller and namespace 1.
     pub fn identify(&mut self, pump: Pump) -> crate::Result<Identified> {
         let mut b = [0u8; 4096];
-        self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, prp1: self.buf, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() })?;
+        self.admin_ok(pump, Sqe::identify(1, 0, self.buf))?;
         self.mem.read(self.buf, &mut b).map_err(bu)?;
         let s = |r: std::ops::Range<usize>| String::from_utf8_lossy(&b[r]).trim().to_string();
         let (model, serial, mdts) = (s(24..64), s(4..24), b[77]);
-        self.admin_ok(pump, Sqe { opcode: admin::IDENTIFY, nsid: 1, prp1: self.buf, ..Default::default() })?;
+        self.admin_ok(pump, Sqe::identify(0, 1, self.buf))?;
         self.mem.read(self.buf, &mut b).map_err(bu)?;
         let nsze = u64::from_le_bytes(b[0..8].try_into().map_err(|_| crate::Error::BringUp("short identify".into()))?);
         Ok(Identified { model, serial, mdts, nsze, lbads: b[130], queues: (0, 0) })
@@ -197,10 +196,8 @@ impl HostNvme {
     /// Create I/O CQ + SQ `qid` of `depth` entries at `sq`/`cq` with `qprio`.
     pub fn create_queue_pair(&mut self, pump: Pump, qid: u16, sq: u64, cq: u64, depth: u32, qprio: u32) -> crate::Result<()> {
         self.mem.fill(cq, u64::from(depth) * 16, 0).map_err(bu)?;
-        let q = u32::from(qid) | ((depth - 1) << 16);
-        self.admin_ok(pump, Sqe { opcode: admin::CREATE_CQ, prp1: cq, cdw: [q, 1, 0, 0, 0, 0], ..Default::default() })?;
-        let cdw11 = 1 | ((qprio & 3) << 1) | (u32::from(qid) << 16);
-        self.admin_ok(pump, Sqe { opcode: admin::CREATE_SQ, prp1: sq, cdw: [q, cdw11, 0, 0, 0, 0], ..Default::default() })?;
+        self.admin_ok(pump, Sqe::create_io_cq(qid, depth, cq))?;
+        self.admin_ok(pump, Sqe::create_io_sq(qid, depth, qprio, sq))?;
         Ok(())
     }
 
@@ -212,20 +209,10 @@ impl HostNvme {
             return Err(crate::Error::BringUp(format!("namespace LBA size 2^{} is not 512", id.lbads)));
         }
         let n = p.num_queues.unwrap_or(p.hdus * p.engines).max(1);
-        let c = self.admin_ok(
-            pump,
-            Sqe {
-                opcode: admin::SET_FEATURES,
-                cdw: [u32::from(feat::NUM_QUEUES), (n - 1) | ((n - 1) << 16), 0, 0, 0, 0],
-                ..Default::default()
-            },
-        )?;
+        let c = self.admin_ok(pump, Sqe::set_features(feat::NUM_QUEUES, spec::num_queues(n, n)))?;
         id.queues = (c.dw0 as u16, (c.dw0 >> 16) as u16);
         if let Some(a) = p.arbitration {
-            self.admin_ok(
-                pump,
-                Sqe { opcode: admin::SET_FEATURES, cdw: [u32::from(feat::ARBITRATION), a, 0, 0, 0, 0], ..Default::default() },
-            )?;
+            self.admin_ok(pump, Sqe::set_features(feat::ARBITRATION, a))?;
         }
         for h in 0..p.hdus {
             for e in 0..p.engines {
