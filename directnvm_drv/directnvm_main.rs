@@ -35,9 +35,9 @@ mod abi {
 #[allow(dead_code, unreachable_pub)]
 mod layout;
 
-/// NVMe controller bring-up (shared with userspace's in-process backend).
-#[allow(dead_code, unreachable_pub)]
-mod nvme;
+/// NVMe controller bring-up: the protocol crate's (userspace/abi/src/bringup.rs), shared with the
+/// test hosts over the controller model.
+use abi::bringup as nvme;
 
 use abi::*;
 use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow, WcMap};
@@ -667,6 +667,8 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         admin_sq_off: layout::ADMIN_SQ_PAGE as usize * page,
         admin_cq_off: layout::ADMIN_CQ_PAGE as usize * page,
         admin_data_off: layout::ADMIN_DATA_PAGE as usize * page,
+        allow_wrr: true,
+        extra_queues: 0,
     };
     let shared = Arc::pin_init(
         try_pin_init!(Shared {

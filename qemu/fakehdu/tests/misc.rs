@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use directnvm_abi::*;
 use fakehdu::socket::ControlSocket;
-use fakehdu::test_support::{program_window, start_batch, write_entries, BringUp, HostNvme};
+use fakehdu::test_support::{bringup, nvme_config, program_window, start_batch, write_entries, ModelHost};
 use fakehdu::{Board, Config, Device, DiskSource, FakeHdu, GuestMem, MemorySource, TimingMode};
 
 fn tmp(name: &str) -> PathBuf {
@@ -136,8 +136,7 @@ fn threaded_device_socket_and_host_pointers() {
     let dev = Arc::new(FakeHdu::start(cfg).unwrap());
     let board = dev.board().clone();
     let mem = dev.mem().clone();
-    let mut pump = || std::thread::sleep(Duration::from_micros(50));
-    HostNvme::new(&mem, &board).bring_up(&mut pump, &board, &BringUp::for_board(&board)).unwrap();
+    bringup::bring_up(&ModelHost::sleeping(&mem, board.nvme_bar, board.carveout), nvme_config(&board)).unwrap();
     program_window(&mem, &board, 0, board.carveout, board.carveout + board.carveout_size).unwrap();
     // Drive HDU 0 through raw host pointers, as the userspace library will.
     let regs = dev.hdu_regs(0).unwrap();

@@ -751,7 +751,7 @@ pub const DT_COMPAT_HDU: &str = "directnvm,hdu";
 
 // ----------------------------------------------------------------------------------------------
 // NVMe 1.3 spec codecs (nvme.rs): the one encoding of SQEs, CQEs, Identify data and the CAP/CC/
-// CSTS fields, shared by the kernel's bring-up (directnvm_drv/nvme.rs), the controller model
+// CSTS fields, shared by the kernel's bring-up (bringup.rs), the controller model
 // (qemu/fakehdu/src/nvme) and the test hosts. Not part of the C header (the kernel ABI).
 // ----------------------------------------------------------------------------------------------
 
@@ -759,4 +759,15 @@ pub const DT_COMPAT_HDU: &str = "directnvm,hdu";
 /// and Identify encodings.
 pub mod nvme {
     include!("nvme.rs");
+}
+
+// ----------------------------------------------------------------------------------------------
+// NVMe admin bring-up (bringup.rs) over the `NvmeHost` trait: the one NVMe host of the tree, run
+// by directnvm.ko at probe and by the test hosts over the controller model.
+// ----------------------------------------------------------------------------------------------
+
+/// NVMe controller bring-up (reset, admin queues, identify, the engines' I/O queue pairs,
+/// arbitration, shutdown) over an `NvmeHost`.
+pub mod bringup {
+    include!("bringup.rs");
 }

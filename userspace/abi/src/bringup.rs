@@ -1,19 +1,20 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
-//! NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust.
-//!
-//! The kernel module runs it against the controller's BAR window and the admin region of the
-//! carve-out; the userspace in-process backend (host tests against the device model) includes
-//! the same file, so there is one implementation of the admin protocol. Every wait is bounded
-//! by CAP.TO; every failure returns an `NvmeError` naming the step and the NVMe status.
+// NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust, over an `NvmeHost`
+// trait; `include!`d by abi.rs as module `bringup`.
+//
+// directnvm.ko runs it against the controller's BAR window and the admin region of the
+// carve-out (its host is the kshim-backed `Host` of directnvm_main.rs); the test hosts (the
+// in-process backend and fakehdu's test_support, over the model's guest memory) run the same
+// code, so there is one NVMe host in the tree. Every wait is bounded by CAP.TO; every failure
+// returns an `NvmeError` naming the step and the NVMe status.
 
-use crate::abi::{
+use super::{
     dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET,
     DNVM_QWIN_QUEUE_STRIDE, DNVM_QWIN_SQ_OFFSET,
 };
 
-// The NVMe encodings (SQE, CQE, Identify, register fields): one copy, in the shared ABI's
-// `nvme` module (userspace/abi/src/nvme.rs), also used by the controller model.
-use crate::abi::nvme::{
+// The NVMe encodings (SQE, CQE, Identify, register fields): one copy, the `nvme` module.
+use super::nvme::{
     self as spec, admin as opc, feat as fid, id_ctrl, id_ns, reg, Cqe, Sqe, CAP_AMS_WRR, CC_EN, CC_SHN_NORMAL, CQE_DW3, CQE_SIZE, CSTS_CFS,
     CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, IDENTIFY_SIZE, SQE_SIZE,
 };
@@ -91,6 +92,12 @@ pub struct Config {
     pub admin_cq_off: usize,
     /// See `admin_sq_off`.
     pub admin_data_off: usize,
+    /// Use weighted round robin with urgent class when CAP.AMS offers it (the drivers: true;
+    /// false keeps round robin, for tests of the controller model).
+    pub allow_wrr: bool,
+    /// I/O queue pairs to ask for beyond the engines' `cores * engines` (the drivers: 0; tests
+    /// create host queues of their own with them).
+    pub extra_queues: u32,
 }
 
 /// One entry of the admin command log (debugfs).
@@ -109,7 +116,7 @@ pub struct LogEntry {
 /// Entries kept in the admin command log: the whole bring-up of the largest configuration
 /// (2 Identify, Number of Queues, Arbitration, and a Create CQ + SQ for each of
 /// `DNVM_MAX_CORES` x `DNVM_MAX_ENGINES` queue pairs), plus room for later commands.
-pub const LOG_ENTRIES: usize = 4 + 2 * crate::abi::DNVM_MAX_CORES * crate::abi::DNVM_MAX_ENGINES + 12;
+pub const LOG_ENTRIES: usize = 4 + 2 * super::DNVM_MAX_CORES * super::DNVM_MAX_ENGINES + 12;
 
 /// State of an enabled controller.
 #[derive(Clone, Copy, Debug)]
@@ -136,6 +143,8 @@ pub struct Controller {
     pub arbitration: DnvmArbitration,
     /// I/O queue pairs created.
     pub io_queues: u32,
+    /// Set Features Number of Queues reply (NSQA | NCQA << 16, both 0's based).
+    pub num_queues: u32,
     /// Admin commands issued / failed.
     pub commands: u64,
     /// Admin commands that failed.
@@ -214,8 +223,9 @@ impl Controller {
         }
     }
 
-    /// Submit one admin command and wait for its completion; returns CQE DW0.
-    fn admin<H: NvmeHost>(&mut self, h: &H, mut cmd: Sqe) -> Result<u32, NvmeError> {
+    /// Submit one admin command and wait for its completion; returns CQE DW0, or
+    /// `NvmeError::Status` with the completion's status field.
+    pub fn admin<H: NvmeHost>(&mut self, h: &H, mut cmd: Sqe) -> Result<u32, NvmeError> {
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
         cmd.cid = cid;
@@ -315,9 +325,10 @@ pub fn arbitration_valid(a: &DnvmArbitration) -> bool {
     a.burst <= 7 && a.high <= 255 && a.medium <= 255 && a.low <= 255
 }
 
-/// Reset the controller, set up the admin queues, identify it, create one I/O queue pair per
-/// engine (QID `dnvm_qid`, QPRIO `dnvm_engine_qprio`) and program the default arbitration.
-pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
+/// Reset the controller (disable, wait for CSTS.RDY = 0), set up the admin queues and enable
+/// it (arbitration WRR if CAP.AMS offers it and `cfg.allow_wrr`): a controller ready for admin
+/// commands, with no I/O queues and features at their defaults.
+pub fn enable<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
     let cap = rd64(h, reg::CAP)?;
     if cap == 0 || cap == u64::MAX {
         return Err(NvmeError::NoController);
@@ -331,11 +342,10 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     if cfg.io_queue_depth < 2 || cfg.io_queue_depth > mqes {
         return Err(NvmeError::BadConfig("io-queue-depth outside 2..=CAP.MQES+1"));
     }
-    let nqueues = cfg.cores * cfg.engines;
-    if (nqueues as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
+    if ((cfg.cores * cfg.engines) as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
         return Err(NvmeError::BadConfig("queue-window too small for cores x engines queue pairs"));
     }
-    let wrr = cap & CAP_AMS_WRR != 0;
+    let wrr = cfg.allow_wrr && cap & CAP_AMS_WRR != 0;
 
     // Disable and wait for RDY = 0.
     let cc = h.rd32(reg::CC)?;
@@ -354,7 +364,7 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     h.wr32(reg::CC, spec::cc_enable(wrr))?;
     wait_csts(h, CSTS_RDY, CSTS_RDY, timeout_ms, "enable (CSTS.RDY=1)")?;
 
-    let mut c = Controller {
+    Ok(Controller {
         cap,
         vs: h.rd32(reg::VS)?,
         wrr,
@@ -375,8 +385,17 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
         cq_head: 0,
         phase: true,
         next_cid: 0,
+        num_queues: 0,
         cfg,
-    };
+    })
+}
+
+/// Reset the controller, set up the admin queues, identify it, create one I/O queue pair per
+/// engine (QID `dnvm_qid`, QPRIO `dnvm_engine_qprio`) and program the default arbitration.
+pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
+    let mut c = enable(h, cfg)?;
+    let nqueues = cfg.cores * cfg.engines;
+    let wrr = c.wrr;
 
     // Identify controller.
     c.identify(h, 1, 0)?;
@@ -414,8 +433,9 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     c.lba_size = DNVM_LBA_SIZE;
 
     // Number of queues (0-based in both halves).
-    let got = c.admin(h, Sqe::set_features(fid::NUM_QUEUES, spec::num_queues(nqueues, nqueues)))?;
-    let granted = spec::num_queues_granted(got);
+    let want = nqueues + cfg.extra_queues;
+    c.num_queues = c.admin(h, Sqe::set_features(fid::NUM_QUEUES, spec::num_queues(want, want)))?;
+    let granted = spec::num_queues_granted(c.num_queues);
     if granted < nqueues {
         return Err(NvmeError::TooFewQueues(granted));
     }
