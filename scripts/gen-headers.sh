@@ -3,7 +3,7 @@
 # Regenerate the generated C headers (one source of truth: the Rust definitions):
 #   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi.rs)
 #   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
-#                                             abi.rs) + ioctl numbers and size checks
+#                                             abi.rs and its parts) + ioctl numbers and size checks
 #                                             (userspace/abi/examples/c_header_tail.rs)
 #   scripts/gen-headers.sh          write both headers
 #   scripts/gen-headers.sh --check  fail (exit 1) if a committed header is stale or does not compile
@@ -45,12 +45,18 @@ cbindgen --quiet --config "$CRATE/cbindgen.toml" --crate libnvmedl --output "$TM
 publish "$TMPD/libnvmedl.h" "$CRATE/include/libnvmedl.h"
 
 # directnvm_abi.h: abi.rs is `include!`d by its crate and the kernel modules, so cbindgen reads
-# the file itself. Every ioctl cbindgen had to skip must be in the generated tail.
+# the file itself, with its top-level `include!("part.rs");` lines (the ABI by concept) expanded
+# in place; the indented ones inside `pub mod` (the NVMe codecs, the bring-up) are not part of
+# the C ABI. Every ioctl cbindgen had to skip must be in the generated tail.
 ABI=$TOP/userspace/abi
-cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$ABI/src/abi.rs" 2>"$TMPD/warn"
+awk -v dir="$ABI/src" '
+  /^include!\("[a-z_]+\.rs"\);$/ { f = $0; sub(/^include!\("/, "", f); sub(/"\);$/, "", f)
+    while ((getline line < (dir "/" f)) > 0) print line; close(dir "/" f); next }
+  { print }' "$ABI/src/abi.rs" >"$TMPD/abi.rs"
+cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$TMPD/abi.rs" 2>"$TMPD/warn"
 cargo run -q -p directnvm-abi --example c_header_tail >"$TMPD/tail.h"
 for name in $(sed -n 's/^WARN: Skip abi::\([A-Z0-9_]*_IOC_[A-Z0-9_]*\) .*/\1/p' "$TMPD/warn"); do
-  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (abi.rs)" >&2; exit 1; }
+  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (userspace/abi/src/ioctl.rs)" >&2; exit 1; }
 done
 {
   echo "/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */"

@@ -100,20 +100,14 @@ pub fn nvme_config(board: &Board) -> NvmeConfig {
 /// Program a rev 2 HDU's DMA window (what hdu_drv does at probe).
 pub fn program_window(mem: &GuestMem, board: &Board, hdu: usize, base: u64, limit: u64) -> crate::Result<()> {
     let p = board.hdus.get(hdu).and_then(|h| h.privileged).ok_or_else(|| crate::Error::BringUp("HDU has no privileged page".into()))?;
-    mem.store64(p + HDU_PRIV_DMA_BASE as u64, base).map_err(bu)?;
-    mem.store64(p + HDU_PRIV_DMA_LIMIT as u64, limit).map_err(bu)
+    mem.store64(p + HduPrivReg::DmaBase.offset() as u64, base).map_err(bu)?;
+    mem.store64(p + HduPrivReg::DmaLimit.offset() as u64, limit).map_err(bu)
 }
 
 /// Write staging entries at `addr`.
 pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> crate::Result<()> {
     for (i, e) in entries.iter().enumerate() {
-        let mut b = [0u8; DNVM_ENTRY_SIZE];
-        b[0..2].copy_from_slice(&e.op.to_le_bytes());
-        b[2..4].copy_from_slice(&e.urgency.to_le_bytes());
-        b[4..8].copy_from_slice(&e.block_size.to_le_bytes());
-        b[8..16].copy_from_slice(&e.data_addr.to_le_bytes());
-        b[16..24].copy_from_slice(&e.lba.to_le_bytes());
-        mem.write(addr + (i * DNVM_ENTRY_SIZE) as u64, &b).map_err(bu)?;
+        mem.write(addr + (i * DNVM_ENTRY_SIZE) as u64, &e.to_bytes()).map_err(bu)?;
     }
     Ok(())
 }
@@ -123,22 +117,22 @@ pub fn write_entries(mem: &GuestMem, addr: u64, entries: &[DnvmEntry]) -> crate:
 pub fn start_batch(mem: &GuestMem, board: &Board, hdu: usize, reqbuf: u64, nreqs: u32, statusbuf: Option<u64>) -> crate::Result<()> {
     let u = board.hdus.get(hdu).ok_or_else(|| crate::Error::BringUp("no such HDU".into()))?.user;
     let e = |r: Result<(), crate::mem::MemFault>| r.map_err(bu);
-    e(mem.store64(u + HDU_REG_REQBUF as u64, reqbuf))?;
-    e(mem.store64(u + HDU_REG_NREQS as u64, u64::from(nreqs)))?;
+    e(mem.store64(u + HduReg::Reqbuf.offset() as u64, reqbuf))?;
+    e(mem.store64(u + HduReg::Nreqs.offset() as u64, u64::from(nreqs)))?;
     if let Some(s) = statusbuf {
-        e(mem.store64(u + HDU_REG_STATUSBUF as u64, s))?;
+        e(mem.store64(u + HduReg::Statusbuf.offset() as u64, s))?;
     }
-    e(mem.store64(u + HDU_REG_START as u64, HDU_START_GO))
+    e(mem.store64(u + HduReg::Start.offset() as u64, HDU_START_GO))
 }
 
 /// Read HDU `hdu`'s DONE register.
 pub fn done_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
-    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HDU_REG_DONE as u64).ok()).unwrap_or(0)
+    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HduReg::Done.offset() as u64).ok()).unwrap_or(0)
 }
 
 /// Read HDU `hdu`'s START register (the model clears it when it takes the pulse).
 pub fn start_reg(mem: &GuestMem, board: &Board, hdu: usize) -> u64 {
-    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HDU_REG_START as u64).ok()).unwrap_or(1)
+    board.hdus.get(hdu).and_then(|h| mem.load64(h.user + HduReg::Start.offset() as u64).ok()).unwrap_or(1)
 }
 
 /// A guest-memory access of the bring-up failed.

@@ -145,11 +145,11 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
     let board = model.board();
     let h = board.hdus.get(core as usize).ok_or(Error::InvalidArgument)?;
     let mem = model.mem();
-    let id = mem.load64(h.user + HDU_REG_ID as u64).map_err(|_| Error::Os(libc::ENXIO))?;
+    let id = mem.load64(h.user + HduReg::Id.offset() as u64).map_err(|_| Error::Os(libc::ENXIO))?;
     let rev = hdu_revision(id);
     let revision_of_id = Revision::from_number(rev);
     let caps = if revision_of_id.is_some_and(Revision::has_caps) {
-        HduCaps::from_reg(mem.load64(h.user + HDU_REG_CAPS as u64).map_err(|_| Error::Os(libc::ENXIO))?)
+        HduCaps::from_reg(mem.load64(h.user + HduReg::Caps.offset() as u64).map_err(|_| Error::Os(libc::ENXIO))?)
     } else {
         HduCaps::REV1
     };
@@ -178,10 +178,10 @@ fn reset_engine(mem: &GuestMem, board: &fakehdu::Board, core: u32, revision: u32
     let p = board.hdus.get(core as usize).and_then(|h| h.privileged).ok_or(Error::Revision)?;
     let bus = |_| Error::Os(libc::ENXIO);
     let ctrl = if qreset { HDU_CTRL_RESET | HDU_CTRL_QRESET } else { HDU_CTRL_RESET };
-    mem.store64(p + HDU_PRIV_CTRL as u64, ctrl).map_err(bus)?;
+    mem.store64(p + HduPrivReg::Ctrl.offset() as u64, ctrl).map_err(bus)?;
     let t0 = Instant::now();
     // The model drains commands already at the SSD for up to 1 s.
-    while mem.load64(p + HDU_PRIV_CTRL as u64).map_err(bus)? & HDU_CTRL_RESET != 0 {
+    while mem.load64(p + HduPrivReg::Ctrl.offset() as u64).map_err(bus)? & HDU_CTRL_RESET != 0 {
         if t0.elapsed() > Duration::from_secs(3) {
             return Err(Error::Timeout);
         }

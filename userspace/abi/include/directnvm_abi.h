@@ -956,7 +956,11 @@ struct hdu_caps {
 
 
 
-/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/abi.rs */
+
+
+
+
+/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/ioctl.rs */
 #define DNVM_IOC_GET_INFO 0x8088db01u
 #define DNVM_IOC_GET_LAYOUT 0x83f0db02u
 #define DNVM_IOC_CLAIM 0x4008db03u
