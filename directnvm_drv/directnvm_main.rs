@@ -555,7 +555,7 @@ struct DnvmDriver;
 kshim::of_device_table!(
     OF_TABLE,
     <DnvmDriver as platform::Driver>::IdInfo,
-    [(of::DeviceId::new(c_str!("directnvm,engine")), ())]
+    [(of::DeviceId::new(DT_COMPAT_ENGINE), ())]
 );
 
 impl platform::Driver for DnvmDriver {
@@ -615,21 +615,21 @@ fn read_u64_pair(dev: &device::Device<device::Bound>, name: &CStr) -> Result<(u6
 fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>> {
     let dev: &device::Device<device::Bound> = pdev.as_ref();
     let fw = dev.fwnode().ok_or(ENODEV)?;
-    let cores: u32 = fw.property_read(c_str!("directnvm,cores")).required_by(dev)?;
-    let engines: u32 = fw.property_read(c_str!("directnvm,engines-per-hdu")).or(1);
-    let staging_entries: u32 = fw.property_read(c_str!("directnvm,staging-entries")).or(DNVM_REV1_MAX_NREQS);
-    let io_queue_depth: u32 = fw.property_read(c_str!("directnvm,io-queue-depth")).or(32);
-    let data_size: u32 = fw.property_read(c_str!("directnvm,data-buffer-size")).or(0);
+    let cores: u32 = fw.property_read(DT_PROP_CORES).required_by(dev)?;
+    let engines: u32 = fw.property_read(DT_PROP_ENGINES_PER_HDU).or(DT_DEFAULT_ENGINES_PER_HDU);
+    let staging_entries: u32 = fw.property_read(DT_PROP_STAGING_ENTRIES).or(DT_DEFAULT_STAGING_ENTRIES);
+    let io_queue_depth: u32 = fw.property_read(DT_PROP_IO_QUEUE_DEPTH).or(DT_DEFAULT_IO_QUEUE_DEPTH);
+    let data_size: u32 = fw.property_read(DT_PROP_DATA_BUFFER_SIZE).or(0);
     let coherent = fw.property_read_bool(c_str!("dma-coherent"));
-    let (qbase, qsize) = read_u64_pair(dev, c_str!("directnvm,queue-window"))?;
+    let (qbase, qsize) = read_u64_pair(dev, DT_PROP_QUEUE_WINDOW)?;
 
     let c = kshim::carveout(dev, 0).inspect_err(|e| dev_err!(dev, "memory-region: {:?}\n", e))?;
     if !c.no_map {
         dev_err!(dev, "memory-region must be no-map (a cached linear-map alias would break the engines' view)\n");
         return Err(EINVAL);
     }
-    if fw.property_present(c_str!("directnvm,dma-window")) {
-        let (dbase, dsize) = read_u64_pair(dev, c_str!("directnvm,dma-window"))?;
+    if fw.property_present(DT_PROP_DMA_WINDOW) {
+        let (dbase, dsize) = read_u64_pair(dev, DT_PROP_DMA_WINDOW)?;
         let inside = c.window.base >= dbase
             && c.window.base.checked_add(c.window.size).is_some_and(|e| e <= dbase.saturating_add(dsize));
         if !inside {

@@ -414,7 +414,7 @@ struct HduDriver;
 kshim::of_device_table!(
     OF_TABLE,
     <HduDriver as platform::Driver>::IdInfo,
-    [(of::DeviceId::new(c_str!("directnvm,hdu")), ())]
+    [(of::DeviceId::new(DT_COMPAT_HDU), ())]
 );
 
 impl platform::Driver for HduDriver {
@@ -463,7 +463,7 @@ impl platform::Driver for HduDriver {
 fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShared>> {
     let dev: &device::Device<device::Bound> = pdev.as_ref();
     let fw = dev.fwnode().ok_or(ENODEV)?;
-    let index: u32 = fw.property_read(c_str!("directnvm,index")).required_by(dev)?;
+    let index: u32 = fw.property_read(DT_PROP_INDEX).required_by(dev)?;
     if index as usize >= DNVM_MAX_CORES {
         dev_err!(dev, "directnvm,index {} out of range (max {})\n", index, DNVM_MAX_CORES - 1);
         return Err(EINVAL);

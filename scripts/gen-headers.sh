@@ -5,8 +5,10 @@
 #   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
 #                                             abi.rs and its parts) + ioctl numbers and size checks
 #                                             (userspace/abi/examples/c_header_tail.rs)
-#   scripts/gen-headers.sh          write both headers
-#   scripts/gen-headers.sh --check  fail (exit 1) if a committed header is stale or does not compile
+#   dts/qemu-virt-directnvm.dtso              the QEMU board's DT overlay (fake-hdu --print-overlay,
+#                                             from qemu/fakehdu/src/board.rs)
+#   scripts/gen-headers.sh          write both headers and the overlay
+#   scripts/gen-headers.sh --check  fail (exit 1) if a committed file is stale or a header does not compile
 # Installs cbindgen from crates.io into ~/.cargo/bin when it is missing (idempotent).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -75,6 +77,12 @@ done
   echo "#endif /* DIRECTNVM_ABI_H */"
 } >"$TMPD/directnvm_abi.h"
 publish "$TMPD/directnvm_abi.h" "$ABI/include/directnvm_abi.h"
+
+# dts/qemu-virt-directnvm.dtso: the QEMU board's overlay, rendered from its one source,
+# Board::qemu_default in qemu/fakehdu/src/board.rs (qemu/run.sh reads the same map through
+# `fake-hdu --print-board-map`).
+cargo run -q -p fakehdu --bin fake-hdu -- --print-overlay >"$TMPD/qemu-virt-directnvm.dtso"
+publish "$TMPD/qemu-virt-directnvm.dtso" "$TOP/dts/qemu-virt-directnvm.dtso"
 
 # Both headers must compile as C11 (the size checks are _Static_asserts).
 if [ $CHECK = 1 ]; then

@@ -37,6 +37,7 @@
 //!   [`Device::run_until_idle`] themselves, with [`TimingMode::Virtual`] for timing.
 
 pub mod board;
+pub mod board_dts;
 pub mod clock;
 pub mod control;
 pub mod device;

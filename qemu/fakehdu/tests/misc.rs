@@ -36,6 +36,19 @@ fn default_board_equals_the_overlay() {
     assert_eq!(Board::from_dtb(&blob).unwrap(), Board::qemu_default());
 }
 
+/// The committed overlay is the one rendered from `Board::qemu_default` (scripts/gen-headers.sh
+/// regenerates it), and run.sh's map agrees with the board.
+#[test]
+fn overlay_and_run_map_are_generated_from_the_board() {
+    let dtso = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dts/qemu-virt-directnvm.dtso");
+    let board = Board::qemu_default();
+    assert_eq!(std::fs::read_to_string(dtso).unwrap(), board.overlay_dts(), "run scripts/gen-headers.sh");
+    let map = board.shell_map();
+    assert!(map.contains("DNVM_RAM_BASE=0x40000000\n"), "{map}");
+    assert!(map.contains("DNVM_KERNEL_MEM_MB=1008\n"), "the PL window is the top 16 MiB: {map}");
+    assert!(map.contains(&format!("DNVM_ENGINE_NODE=/directnvm@{:x}\n", board.nvme_bar)), "{map}");
+}
+
 #[test]
 fn bad_dtb_is_an_error_not_a_panic() {
     assert!(Board::from_dtb(&[0u8; 64]).is_err());

@@ -626,6 +626,26 @@
 #define HDU_IOC_MAX_NR 4
 
 /*
+ Default of `DT_PROP_ENGINES_PER_HDU` (the published RTL).
+ */
+#define DT_DEFAULT_ENGINES_PER_HDU 1
+
+/*
+ Default of `DT_PROP_STAGING_ENTRIES`: the most a rev 1 HDU fetches safely.
+ */
+#define DT_DEFAULT_STAGING_ENTRIES DNVM_REV1_MAX_NREQS
+
+/*
+ Largest `DT_PROP_STAGING_ENTRIES`: NREQS per START is a 16-bit field of CAPS.
+ */
+#define DNVM_MAX_STAGING_ENTRIES 65535
+
+/*
+ Default of `DT_PROP_IO_QUEUE_DEPTH` (the published RTL).
+ */
+#define DT_DEFAULT_IO_QUEUE_DEPTH 32
+
+/*
  One request in a staging queue, exactly as the HDU fetches it (three 64-bit beats).
  */
 struct dnvm_entry {
