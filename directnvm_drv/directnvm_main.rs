@@ -35,13 +35,23 @@ mod abi {
 #[allow(dead_code, unreachable_pub)]
 mod layout;
 
-/// NVMe controller bring-up (shared with userspace's in-process backend).
-#[allow(dead_code, unreachable_pub)]
-mod nvme;
+/// NVMe controller bring-up: the protocol crate's (userspace/abi/src/bringup.rs), shared with the
+/// test hosts over the controller model.
+use abi::bringup as nvme;
 
 use abi::*;
 use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow, WcMap};
 use layout::{Layout, LayoutParams};
+
+/// debugfs `directnvm/`.
+mod debugfs;
+/// An open `/dev/directnvm` (claims, mappings, ioctl and mmap handlers).
+mod file;
+/// ioctl decoding and argument checks.
+mod ioctl;
+
+use debugfs::debugfs_files;
+use file::DnvmFile;
 
 /// Bytes of the controller BAR window the driver touches (registers + admin doorbells).
 const BAR_SIZE: usize = 0x2000;
@@ -170,100 +180,6 @@ impl Shared {
     }
 }
 
-/// Name of a region kind in debugfs.
-fn kind_name(kind: u32) -> &'static str {
-    match kind {
-        DNVM_REGION_ADMIN => "admin",
-        DNVM_REGION_STAGING => "staging",
-        DNVM_REGION_STATUS => "status",
-        DNVM_REGION_DATA => "data",
-        _ => "?",
-    }
-}
-
-/// debugfs `directnvm/layout`: `KIND CORE OFFSET PHYS SIZE CACHE` per region, as GET_LAYOUT.
-fn debugfs_layout(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let l = sh.layout.to_abi();
-    writeln!(f, "# kind core offset phys size cache")?;
-    for r in &l.regions[..l.count as usize] {
-        let cache = match r.cache {
-            DNVM_CACHE_WC => "wc",
-            DNVM_CACHE_CACHED => "cached",
-            _ => "none",
-        };
-        if r.core == DNVM_NO_CORE {
-            writeln!(f, "{} - {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.offset, r.phys, r.size, cache)?;
-        } else {
-            writeln!(f, "{} {} {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.core, r.offset, r.phys, r.size, cache)?;
-        }
-    }
-    Ok(())
-}
-
-/// debugfs `directnvm/claims`: `core N free` or `core N file ID` per core, then the flags.
-fn debugfs_claims(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let st = sh.state.lock();
-    for (i, &owner) in st.claims[..sh.layout.params.cores as usize].iter().enumerate() {
-        if owner == 0 {
-            writeln!(f, "core {i} free")?;
-        } else {
-            writeln!(f, "core {i} file {owner}")?;
-        }
-    }
-    writeln!(f, "queues_used {}", st.queues_used as u32)
-}
-
-/// debugfs `directnvm/admin_log`: the controller's recent admin commands, oldest first:
-/// `SEQ OPCODE CID CDW10 STATUS` (status 0xffff: timed out).
-fn debugfs_admin_log(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    let st = sh.state.lock();
-    let Some(c) = &st.ctrl.ctrl else {
-        return match st.ctrl.last_error {
-            Some(e) => writeln!(f, "# controller not up: {e:?}"),
-            None => writeln!(f, "# controller not up"),
-        };
-    };
-    writeln!(f, "# commands {} errors {}; seq opcode cid cdw10 status", c.commands, c.errors)?;
-    let n = nvme::LOG_ENTRIES as u64;
-    for seq in c.commands.saturating_sub(n)..c.commands {
-        let e = c.log[(seq % n) as usize];
-        writeln!(f, "{seq} {:#04x} {} {:#010x} {:#06x}", e.opcode, e.cid, e.cdw10, e.status)?;
-    }
-    Ok(())
-}
-
-/// debugfs `directnvm/registers`: the controller registers, read live (`NAME VALUE`).
-fn debugfs_registers(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-    use nvme::NvmeHost;
-    let h = Host { sh };
-    let rd64 = |off: usize| -> Option<u64> {
-        Some(h.rd32(off).ok()? as u64 | (h.rd32(off + 4).ok()? as u64) << 32)
-    };
-    let regs64 = [("CAP", abi::nvme::reg::CAP), ("ASQ", abi::nvme::reg::ASQ), ("ACQ", abi::nvme::reg::ACQ)];
-    let regs32 = [("VS", abi::nvme::reg::VS), ("CC", abi::nvme::reg::CC), ("CSTS", abi::nvme::reg::CSTS), ("AQA", abi::nvme::reg::AQA)];
-    for (name, off) in regs64 {
-        match rd64(off) {
-            Some(v) => writeln!(f, "{name} {v:#018x}")?,
-            None => writeln!(f, "{name} unavailable")?,
-        }
-    }
-    for (name, off) in regs32 {
-        match h.rd32(off) {
-            Ok(v) => writeln!(f, "{name} {v:#010x}")?,
-            Err(_) => writeln!(f, "{name} unavailable")?,
-        }
-    }
-    Ok(())
-}
-
-/// Populate debugfs `directnvm/`.
-fn debugfs_files<'a>(sh: &'a Arc<Shared>, d: &ScopedDir<'a, '_>) {
-    d.read_callback_file(c_str!("layout"), sh, &debugfs_layout);
-    d.read_callback_file(c_str!("claims"), sh, &debugfs_claims);
-    d.read_callback_file(c_str!("admin_log"), sh, &debugfs_admin_log);
-    d.read_callback_file(c_str!("registers"), sh, &debugfs_registers);
-}
-
 /// The misc device; lives in the platform driver data.
 #[pin_data]
 struct DevNode {
@@ -302,245 +218,8 @@ impl DevNode {
     }
 }
 
-/// Per-open-file state of /dev/directnvm.
-struct DnvmFile {
-    shared: Arc<Shared>,
-    id: u64,
-    mapping: Option<FileMapping>,
-}
-
-impl Drop for DnvmFile {
-    fn drop(&mut self) {
-        // Last reference to the file (all mappings are gone too): release its claims.
-        let mut st = self.shared.state.lock();
-        for core in 0..DNVM_MAX_CORES {
-            if st.claims[core] == self.id {
-                st.claims[core] = 0;
-                st.owner_maps[core] = None;
-            }
-        }
-    }
-}
-
 fn claimed_mask(st: &DevState) -> u64 {
     st.claims.iter().enumerate().filter(|(_, &o)| o != 0).fold(0, |m, (i, _)| m | 1 << i)
-}
-
-/// Numbers of the ioctls this device knows (a known number with a wrong size is EINVAL).
-const KNOWN_NRS: core::ops::RangeInclusive<u32> = 0x01..=0x07;
-
-/// What a `/dev/directnvm` ioctl number asks for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Cmd {
-    GetInfo,
-    GetLayout,
-    Claim,
-    Release,
-    ControllerInit,
-    SetArbitration,
-    GetStats,
-}
-
-/// Decode an ioctl number: the exact number (direction, size, type, nr) of a command, else
-/// EINVAL for a known command number with the wrong size or direction, ENOTTY for the rest.
-fn decode_ioctl(cmd: u32) -> Result<Cmd> {
-    Ok(match cmd {
-        DNVM_IOC_GET_INFO => Cmd::GetInfo,
-        DNVM_IOC_GET_LAYOUT => Cmd::GetLayout,
-        DNVM_IOC_CLAIM => Cmd::Claim,
-        DNVM_IOC_RELEASE => Cmd::Release,
-        DNVM_IOC_CONTROLLER_INIT => Cmd::ControllerInit,
-        DNVM_IOC_SET_ARBITRATION => Cmd::SetArbitration,
-        DNVM_IOC_GET_STATS => Cmd::GetStats,
-        _ => {
-            let known = dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
-            return Err(if known { EINVAL } else { ENOTTY });
-        }
-    })
-}
-
-/// Check a CLAIM/RELEASE argument against the number of cores; the core index on success.
-fn validate_claim(c: &DnvmClaim, cores: u32) -> Result<usize> {
-    if c.flags != 0 || c.core >= cores || c.core as usize >= DNVM_MAX_CORES {
-        return Err(EINVAL);
-    }
-    Ok(c.core as usize)
-}
-
-/// Check a SET_ARBITRATION argument (burst log2 0..7, weights 0..255).
-fn validate_arbitration(a: &DnvmArbitration) -> Result {
-    if nvme::arbitration_valid(a) {
-        Ok(())
-    } else {
-        Err(EINVAL)
-    }
-}
-
-impl DnvmFile {
-    fn claim(&self, c: &DnvmClaim, take: bool) -> Result {
-        let sh = &self.shared;
-        let core = validate_claim(c, sh.layout.params.cores)?;
-        let mut st = sh.state.lock();
-        if take && st.gone {
-            return Err(ENODEV);
-        }
-        let owner = st.claims[core];
-        if take {
-            if owner != 0 {
-                return Err(EBUSY);
-            }
-            st.claims[core] = self.id;
-            st.owner_maps[core] = self.mapping.as_ref().map(FileMapping::dup);
-            st.stats.claims += 1;
-            // Whoever holds a core can start I/O, which moves the engines' queue pointers.
-            if st.ctrl.ctrl.is_some() {
-                st.queues_used = true;
-            }
-        } else {
-            if owner != self.id {
-                return Err(EINVAL);
-            }
-            // The core's pages must not stay mapped in this process once another file can own
-            // them. Faults map pages only under this lock and only for the owner (`fault`), so
-            // after this zap no mapping of the file reaches the core, however mmap races it.
-            st.claims[core] = 0;
-            st.owner_maps[core] = None;
-            if let Some(m) = &self.mapping {
-                let r = sh.layout.cores[core];
-                m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
-            }
-        }
-        Ok(())
-    }
-
-    /// Page fault on one of this file's mappings: map the page (and the rest of its region, up
-    /// to `FAULT_AROUND` pages) only while this file owns the core, under the lock that RELEASE,
-    /// close and unbind take to revoke it. Anything else gets SIGBUS.
-    fn fault(&self, f: &kshim::Fault) {
-        let sh = &self.shared;
-        let page = kernel::page::PAGE_SIZE as u64;
-        let Some(offset) = f.pgoff().checked_mul(page) else { return };
-        let st = sh.state.lock();
-        let Some(region) = sh.layout.find_user_region(offset, page) else { return };
-        if st.gone || st.claims[region.core as usize] != self.id {
-            return;
-        }
-        let npages = ((region.offset + region.size - offset) / page).min(FAULT_AROUND);
-        if f.insert(sh.carve, offset, npages).is_err() {
-            pr_warn!("fault at offset {:#x} outside the carve-out\n", offset);
-        }
-    }
-}
-
-/// Pages mapped per fault (the faulting one and the following ones of its region): 2 MiB, so a
-/// 64 MiB data slice takes 32 faults, and the device lock is held for at most 512 inserts.
-const FAULT_AROUND: u64 = 512;
-
-kshim::vm_fault_handler!(DnvmFile);
-
-/// Commands that change device state need a file opened for writing (EBADF otherwise, like
-/// write(2) on a read-only descriptor); read-only opens keep GET_INFO, GET_LAYOUT, GET_STATS.
-fn needs_write(c: Cmd) -> bool {
-    matches!(c, Cmd::Claim | Cmd::Release | Cmd::ControllerInit | Cmd::SetArbitration)
-}
-
-#[vtable]
-impl MiscDevice for DnvmFile {
-    type Ptr = KBox<Self>;
-
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
-        kshim::check_open(file)?;
-        let shared = DevNode::from_registration(misc).shared.clone();
-        let id = {
-            let mut st = shared.state.lock();
-            st.next_file += 1;
-            st.next_file
-        };
-        Ok(KBox::new(DnvmFile { shared, id, mapping: FileMapping::of(file) }, GFP_KERNEL)?)
-    }
-
-    fn mmap(me: &DnvmFile, _file: &File, vma: &VmaNew) -> Result {
-        let sh = &me.shared;
-        let page = kernel::page::PAGE_SIZE as u64;
-        let offset = (kshim::vma_pgoff(vma) as u64).checked_mul(page).ok_or(EINVAL)?;
-        let len = (vma.end() - vma.start()) as u64;
-        if vma.flags() & vmflags::SHARED == 0 {
-            return Err(EINVAL);
-        }
-        let region = sh.layout.find_user_region(offset, len).ok_or(EINVAL)?;
-        let cache = match region.cache {
-            DNVM_CACHE_WC => Cache::WriteCombine,
-            DNVM_CACHE_CACHED => Cache::Cached,
-            _ => return Err(EACCES),
-        };
-        vma.try_clear_mayexec()?;
-        vma.set_dontcopy();
-        vma.set_dontexpand();
-        let mut st = sh.state.lock();
-        // Early, clear refusal; the authoritative check is in `fault`, at every page.
-        if st.gone || st.claims[region.core as usize] != me.id {
-            return Err(EACCES);
-        }
-        // vm_pgoff is relative to the carve-out base, which is how the layout reports offsets.
-        // Nothing is mapped here: pages come at fault time (see `fault`).
-        kshim::map_on_fault(vma, cache)?;
-        st.stats.mmaps += 1;
-        Ok(())
-    }
-
-    fn ioctl(me: &DnvmFile, file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        let sh = &me.shared;
-        let user = UserPtr::from_addr(arg);
-        let c = decode_ioctl(cmd)?;
-        if needs_write(c) && file.flags() & kernel::fs::file::flags::O_ACCMODE == kernel::fs::file::flags::O_RDONLY {
-            return Err(EBADF);
-        }
-        match c {
-            Cmd::GetInfo => {
-                let info = sh.info(&sh.state.lock());
-                UserSlice::new(user, core::mem::size_of::<DnvmInfo>()).writer().write(&info)?;
-            }
-            Cmd::GetLayout => {
-                let l = sh.layout.to_abi();
-                UserSlice::new(user, core::mem::size_of::<DnvmLayout>()).writer().write(&l)?;
-            }
-            c @ (Cmd::Claim | Cmd::Release) => {
-                let a: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>()).reader().read()?;
-                me.claim(&a, c == Cmd::Claim)?;
-            }
-            Cmd::ControllerInit => {
-                let mut st = sh.state.lock();
-                if claimed_mask(&st) != 0 {
-                    return Err(EBUSY);
-                }
-                sh.controller_init(&mut st)?;
-            }
-            Cmd::SetArbitration => {
-                let a: DnvmArbitration =
-                    UserSlice::new(user, core::mem::size_of::<DnvmArbitration>()).reader().read()?;
-                validate_arbitration(&a)?;
-                let mut st = sh.state.lock();
-                let c = st.ctrl.ctrl.as_mut().ok_or(ENODEV)?;
-                if !c.wrr {
-                    return Err(kshim::eopnotsupp());
-                }
-                c.set_arbitration(&Host { sh }, a).map_err(nvme_errno)?;
-            }
-            Cmd::GetStats => {
-                let st = sh.state.lock();
-                let mut s = st.stats;
-                // Computed from the claims, so a release by close is seen too.
-                s.claimed_mask = claimed_mask(&st);
-                if let Some(c) = &st.ctrl.ctrl {
-                    s.admin_commands += c.commands;
-                    s.admin_errors += c.errors;
-                }
-                drop(st);
-                UserSlice::new(user, core::mem::size_of::<DnvmStats>()).writer().write(&s)?;
-            }
-        }
-        Ok(0)
-    }
 }
 
 /// Platform driver data.
@@ -555,7 +234,7 @@ struct DnvmDriver;
 kshim::of_device_table!(
     OF_TABLE,
     <DnvmDriver as platform::Driver>::IdInfo,
-    [(of::DeviceId::new(c_str!("directnvm,engine")), ())]
+    [(of::DeviceId::new(DT_COMPAT_ENGINE), ())]
 );
 
 impl platform::Driver for DnvmDriver {
@@ -615,21 +294,21 @@ fn read_u64_pair(dev: &device::Device<device::Bound>, name: &CStr) -> Result<(u6
 fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>> {
     let dev: &device::Device<device::Bound> = pdev.as_ref();
     let fw = dev.fwnode().ok_or(ENODEV)?;
-    let cores: u32 = fw.property_read(c_str!("directnvm,cores")).required_by(dev)?;
-    let engines: u32 = fw.property_read(c_str!("directnvm,engines-per-hdu")).or(1);
-    let staging_entries: u32 = fw.property_read(c_str!("directnvm,staging-entries")).or(DNVM_REV1_MAX_NREQS);
-    let io_queue_depth: u32 = fw.property_read(c_str!("directnvm,io-queue-depth")).or(32);
-    let data_size: u32 = fw.property_read(c_str!("directnvm,data-buffer-size")).or(0);
+    let cores: u32 = fw.property_read(DT_PROP_CORES).required_by(dev)?;
+    let engines: u32 = fw.property_read(DT_PROP_ENGINES_PER_HDU).or(DT_DEFAULT_ENGINES_PER_HDU);
+    let staging_entries: u32 = fw.property_read(DT_PROP_STAGING_ENTRIES).or(DT_DEFAULT_STAGING_ENTRIES);
+    let io_queue_depth: u32 = fw.property_read(DT_PROP_IO_QUEUE_DEPTH).or(DT_DEFAULT_IO_QUEUE_DEPTH);
+    let data_size: u32 = fw.property_read(DT_PROP_DATA_BUFFER_SIZE).or(0);
     let coherent = fw.property_read_bool(c_str!("dma-coherent"));
-    let (qbase, qsize) = read_u64_pair(dev, c_str!("directnvm,queue-window"))?;
+    let (qbase, qsize) = read_u64_pair(dev, DT_PROP_QUEUE_WINDOW)?;
 
     let c = kshim::carveout(dev, 0).inspect_err(|e| dev_err!(dev, "memory-region: {:?}\n", e))?;
     if !c.no_map {
         dev_err!(dev, "memory-region must be no-map (a cached linear-map alias would break the engines' view)\n");
         return Err(EINVAL);
     }
-    if fw.property_present(c_str!("directnvm,dma-window")) {
-        let (dbase, dsize) = read_u64_pair(dev, c_str!("directnvm,dma-window"))?;
+    if fw.property_present(DT_PROP_DMA_WINDOW) {
+        let (dbase, dsize) = read_u64_pair(dev, DT_PROP_DMA_WINDOW)?;
         let inside = c.window.base >= dbase
             && c.window.base.checked_add(c.window.size).is_some_and(|e| e <= dbase.saturating_add(dsize));
         if !inside {
@@ -667,6 +346,8 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         admin_sq_off: layout::ADMIN_SQ_PAGE as usize * page,
         admin_cq_off: layout::ADMIN_CQ_PAGE as usize * page,
         admin_data_off: layout::ADMIN_DATA_PAGE as usize * page,
+        allow_wrr: true,
+        extra_queues: 0,
     };
     let shared = Arc::pin_init(
         try_pin_init!(Shared {
@@ -715,56 +396,4 @@ kernel::module_platform_driver! {
     authors: ["DirectNVM-rs developers"],
     description: "DirectNVM reserved-memory and queue manager",
     license: "GPL",
-}
-
-#[cfg(CONFIG_KUNIT = "y")]
-#[kernel::prelude::kunit_tests(directnvm_ioctl)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_command_decodes() {
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_INFO), Ok(Cmd::GetInfo));
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_LAYOUT), Ok(Cmd::GetLayout));
-        assert_eq!(decode_ioctl(DNVM_IOC_CLAIM), Ok(Cmd::Claim));
-        assert_eq!(decode_ioctl(DNVM_IOC_RELEASE), Ok(Cmd::Release));
-        assert_eq!(decode_ioctl(DNVM_IOC_CONTROLLER_INIT), Ok(Cmd::ControllerInit));
-        assert_eq!(decode_ioctl(DNVM_IOC_SET_ARBITRATION), Ok(Cmd::SetArbitration));
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_STATS), Ok(Cmd::GetStats));
-    }
-
-    #[test]
-    fn wrong_size_or_direction_is_einval_unknown_is_enotty() {
-        let info = core::mem::size_of::<DnvmInfo>();
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(0), Err(ENOTTY));
-    }
-
-    #[test]
-    fn claim_arguments() {
-        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 0 }, 4), Ok(0));
-        assert_eq!(validate_claim(&DnvmClaim { core: 3, flags: 0 }, 4), Ok(3));
-        assert_eq!(validate_claim(&DnvmClaim { core: 4, flags: 0 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: u32::MAX, flags: 0 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 1 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: 8, flags: 0 }, 9), Err(EINVAL));
-    }
-
-    #[test]
-    fn arbitration_arguments() {
-        assert_eq!(validate_arbitration(&nvme::DEFAULT_ARBITRATION), Ok(()));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 7, high: 255, medium: 255, low: 255 }), Ok(()));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 8, high: 0, medium: 0, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 256, medium: 0, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 256, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 0, low: u32::MAX }), Err(EINVAL));
-    }
 }

@@ -9,8 +9,8 @@
 
 use crate::abi::{
     DnvmInfo, DnvmLayout, DnvmRegion, DNVM_ABI_VERSION, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
-    DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_NO_CORE, DNVM_REGION_ADMIN,
-    DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS, DNVM_REV1_BLOCK_SIZE,
+    DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_MAX_STAGING_ENTRIES, DNVM_NO_CORE,
+    DNVM_REGION_ADMIN, DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS, DNVM_REV1_BLOCK_SIZE,
 };
 
 /// Pages of the admin region: admin SQ, admin CQ, identify/data page.
@@ -96,7 +96,7 @@ impl Layout {
         if !matches!(p.engines, 1 | 2 | 4) || p.engines as usize > DNVM_MAX_ENGINES {
             return Err(LayoutError::BadEngines);
         }
-        if p.staging_entries == 0 || p.staging_entries > 65536 {
+        if p.staging_entries == 0 || p.staging_entries > DNVM_MAX_STAGING_ENTRIES {
             return Err(LayoutError::BadEntries);
         }
         let too_big = LayoutError::TooSmall(u64::MAX);

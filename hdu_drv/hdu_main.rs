@@ -131,9 +131,9 @@ struct HduShared {
 }
 
 impl HduShared {
-    fn read_user(&self, off: usize) -> Result<u64> {
+    fn read_user(&self, reg: HduReg) -> Result<u64> {
         let regs = self.regs.try_access().ok_or(ENODEV)?;
-        (&*regs).try_read64(off)
+        (&*regs).try_read64(reg.offset())
     }
 
     /// One access to the privileged page. The Devres guard is an RCU read-side section, so it
@@ -144,8 +144,8 @@ impl HduShared {
         f(&guard)
     }
 
-    fn read_priv(&self, off: usize) -> Result<u64> {
-        self.with_priv(|p| p.try_read64(off))
+    fn read_priv(&self, reg: HduPrivReg) -> Result<u64> {
+        self.with_priv(|p| p.try_read64(reg.offset()))
     }
 
     /// Rev 2 engine reset through the privileged page (`qreset`: also the queue pointers), then
@@ -155,10 +155,10 @@ impl HduShared {
             return Err(kshim::eopnotsupp());
         }
         let _serial = self.reset_lock.lock();
-        self.with_priv(|p| p.try_write64(reset_ctrl(qreset), HDU_PRIV_CTRL))?;
+        self.with_priv(|p| p.try_write64(reset_ctrl(qreset), HduPrivReg::Ctrl.offset()))?;
         let mut waited_us: u64 = 0;
         loop {
-            if reset_finished(self.read_priv(HDU_PRIV_CTRL)?, self.read_priv(HDU_PRIV_STATUS)?) {
+            if reset_finished(self.read_priv(HduPrivReg::Ctrl)?, self.read_priv(HduPrivReg::Status)?) {
                 break;
             }
             if waited_us >= RESET_TIMEOUT_US {
@@ -172,8 +172,8 @@ impl HduShared {
         }
         if let Some(w) = self.dma {
             self.with_priv(|p| {
-                p.try_write64(w.base, HDU_PRIV_DMA_BASE)?;
-                p.try_write64(w.base + w.size, HDU_PRIV_DMA_LIMIT)
+                p.try_write64(w.base, HduPrivReg::DmaBase.offset())?;
+                p.try_write64(w.base + w.size, HduPrivReg::DmaLimit.offset())
             })?;
         }
         self.state.lock().resets += 1;
@@ -195,31 +195,12 @@ impl HduShared {
     }
 
     fn stats(&self) -> HduStats {
-        let errors = if self.revision.has_status() { self.read_user(HDU_REG_ERRORS).unwrap_or(0) } else { 0 };
-        let done = self.read_user(HDU_REG_DONE).unwrap_or(0);
+        let errors = if self.revision.has_status() { self.read_user(HduReg::Errors).unwrap_or(0) } else { 0 };
+        let done = self.read_user(HduReg::Done).unwrap_or(0);
         let st = self.state.lock();
         HduStats { opens: st.opens, mmaps: st.mmaps, resets: st.resets, errors, done }
     }
 }
-
-/// Registers shown by debugfs `hduN/registers`: (name, offset).
-const USER_REG_NAMES: [(&str, usize); 8] = [
-    ("START", HDU_REG_START),
-    ("NREQS", HDU_REG_NREQS),
-    ("REQBUF", HDU_REG_REQBUF),
-    ("STATUSBUF", HDU_REG_STATUSBUF),
-    ("DONE", HDU_REG_DONE),
-    ("ID", HDU_REG_ID),
-    ("CAPS", HDU_REG_CAPS),
-    ("ERRORS", HDU_REG_ERRORS),
-];
-/// Privileged registers (rev 2) shown by debugfs.
-const PRIV_REG_NAMES: [(&str, usize); 4] = [
-    ("CTRL", HDU_PRIV_CTRL),
-    ("DMA_BASE", HDU_PRIV_DMA_BASE),
-    ("DMA_LIMIT", HDU_PRIV_DMA_LIMIT),
-    ("PSTATUS", HDU_PRIV_STATUS),
-];
 
 /// debugfs `hduN/registers`: one line per register, `user NAME OFFSET VALUE` or
 /// `priv NAME OFFSET VALUE` (values read live; "unavailable" once unbound).
@@ -230,15 +211,17 @@ fn debugfs_registers(sh: &Arc<HduShared>, f: &mut fmt::Formatter<'_>) -> fmt::Re
     };
     writeln!(f, "# hdu{} rev {} user page {:#x} owner {} readers {}", sh.index, sh.revision.number(), sh.user.base,
         if owner { "open" } else { "none" }, readers)?;
-    for (name, off) in USER_REG_NAMES {
-        match sh.read_user(off) {
+    for reg in HduReg::ALL {
+        let (name, off) = (reg.name(), reg.offset());
+        match sh.read_user(reg) {
             Ok(v) => writeln!(f, "user {name} {off:#04x} {v:#018x}")?,
             Err(_) => writeln!(f, "user {name} {off:#04x} unavailable")?,
         }
     }
     if sh.priv_regs.is_some() {
-        for (name, off) in PRIV_REG_NAMES {
-            match sh.read_priv(off) {
+        for reg in HduPrivReg::ALL {
+            let (name, off) = (reg.name(), reg.offset());
+            match sh.read_priv(reg) {
                 Ok(v) => writeln!(f, "priv {name} {off:#04x} {v:#018x}")?,
                 Err(_) => writeln!(f, "priv {name} {off:#04x} unavailable")?,
             }
@@ -272,7 +255,7 @@ impl DevNode {
             b"engines" => writeln!(f, "{}", sh.caps.engines),
             b"caps" => writeln!(f, "{:#018x}", sh.caps.to_reg()),
             b"state" => {
-                let done = sh.read_user(HDU_REG_DONE)?;
+                let done = sh.read_user(HduReg::Done)?;
                 let s = if done & HDU_DONE_BIT != 0 {
                     "done"
                 } else if sh.revision.has_status() && done & HDU_BUSY_BIT != 0 {
@@ -285,7 +268,7 @@ impl DevNode {
                 writeln!(f, "{s}")
             }
             b"errors" => {
-                let e = if sh.revision.has_status() { sh.read_user(HDU_REG_ERRORS)? } else { 0 };
+                let e = if sh.revision.has_status() { sh.read_user(HduReg::Errors)? } else { 0 };
                 writeln!(f, "{e}")
             }
             b"phys_addr" => writeln!(f, "{:#x}", sh.user.base),
@@ -396,11 +379,11 @@ impl MiscDevice for HduFile {
         }
         match cmd {
             HDU_IOC_GET_INFO => {
-                sh.read_user(HDU_REG_DONE)?; // ENODEV once unbound
+                sh.read_user(HduReg::Done)?; // ENODEV once unbound
                 UserSlice::new(user, core::mem::size_of::<HduInfo>()).writer().write(&sh.info())?;
             }
             HDU_IOC_GET_STATS => {
-                sh.read_user(HDU_REG_DONE)?;
+                sh.read_user(HduReg::Done)?;
                 UserSlice::new(user, core::mem::size_of::<HduStats>()).writer().write(&sh.stats())?;
             }
             HDU_IOC_RESET | HDU_IOC_RESET_QUEUES => {
@@ -431,7 +414,7 @@ struct HduDriver;
 kshim::of_device_table!(
     OF_TABLE,
     <HduDriver as platform::Driver>::IdInfo,
-    [(of::DeviceId::new(c_str!("directnvm,hdu")), ())]
+    [(of::DeviceId::new(DT_COMPAT_HDU), ())]
 );
 
 impl platform::Driver for HduDriver {
@@ -480,7 +463,7 @@ impl platform::Driver for HduDriver {
 fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShared>> {
     let dev: &device::Device<device::Bound> = pdev.as_ref();
     let fw = dev.fwnode().ok_or(ENODEV)?;
-    let index: u32 = fw.property_read(c_str!("directnvm,index")).required_by(dev)?;
+    let index: u32 = fw.property_read(DT_PROP_INDEX).required_by(dev)?;
     if index as usize >= DNVM_MAX_CORES {
         dev_err!(dev, "directnvm,index {} out of range (max {})\n", index, DNVM_MAX_CORES - 1);
         return Err(EINVAL);
@@ -495,12 +478,12 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     claims.push(PhysClaim::new(user, c_str!("directnvm-hdu"))?, GFP_KERNEL)?;
     let user = PhysWindow { base: user.base, size: DNVM_PAGE_SIZE };
     let regs = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<USER_SIZE>()?;
-    let id = (&regs).try_read64(HDU_REG_ID)?;
+    let id = (&regs).try_read64(HduReg::Id.offset())?;
     let Some(revision) = Revision::from_id(id) else {
         dev_err!(dev, "HDU revision {} is not supported by this driver\n", hdu_revision(id));
         return Err(ENODEV);
     };
-    let caps = if revision.has_caps() { HduCaps::from_reg((&regs).try_read64(HDU_REG_CAPS)?) } else { HduCaps::REV1 };
+    let caps = if revision.has_caps() { HduCaps::from_reg((&regs).try_read64(HduReg::Caps.offset())?) } else { HduCaps::REV1 };
     let regs = regs.into_devres()?;
 
     let (priv_phys, priv_regs) = match pdev.resource_by_index(1) {

@@ -57,13 +57,15 @@ KDIR=$(bash "$TOP/scripts/kernel.sh")
 IMAGE=$KDIR/arch/arm64/boot/Image
 INITRD=${INITRD:-$TOP/build/initramfs.cpio.gz}
 [ -f "$INITRD" ] || { echo "run.sh: $INITRD missing (make initramfs)" >&2; exit 2; }
-if [ $DEVICE -eq 1 ]; then
-  (cd "$TOP" && cargo build --release -q -p fakehdu) || { echo "run.sh: cannot build fake-hdu" >&2; exit 2; }
-fi
+(cd "$TOP" && cargo build --release -q -p fakehdu) || { echo "run.sh: cannot build fake-hdu" >&2; exit 2; }
 FAKE=$TOP/target/release/fake-hdu
 
-RAM_MB=1024
-PL_MB=16                      # top of RAM kept from the kernel: the FPGA's PL window
+# The board's map has one source, qemu/fakehdu/src/board.rs: DNVM_RAM_BASE, DNVM_RAM_MB,
+# DNVM_KERNEL_MEM_MB (RAM below the FPGA's PL window) and DNVM_ENGINE_NODE; the overlay
+# dts/qemu-virt-directnvm.dtso is generated from it (scripts/gen-headers.sh).
+MAP=$("$FAKE" --print-board-map) || { echo "run.sh: fake-hdu --print-board-map failed" >&2; exit 2; }
+eval "$MAP"
+RAM_MB=$DNVM_RAM_MB
 WORK=$(mktemp -d /tmp/dnvm-run.XXXXXX)
 SHM=/dev/shm/dnvm-$$-$RANDOM
 QPID= FPID=
@@ -90,11 +92,11 @@ qemu-system-aarch64 "${MACHINE[@]}" -machine dumpdtb="$WORK/virt.dtb" -display n
 dtc -@ -q -I dts -O dtb -o "$WORK/overlay.dtbo" "$TOP/dts/qemu-virt-directnvm.dtso"
 fdtoverlay -i "$WORK/virt.dtb" -o "$WORK/board.dtb" "$WORK/overlay.dtbo"
 if [ -n "$ENGINES" ]; then
-  fdtput -t u "$WORK/board.dtb" /directnvm@7f100000 directnvm,engines-per-hdu "$ENGINES"
+  fdtput -t u "$WORK/board.dtb" "$DNVM_ENGINE_NODE" directnvm,engines-per-hdu "$ENGINES"
 fi
 
 if [ $DEVICE -eq 1 ]; then
-  "$FAKE" --mem-file "$SHM" --ram-base 0x40000000 --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
+  "$FAKE" --mem-file "$SHM" --ram-base "$DNVM_RAM_BASE" --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
   --revision "$REVISION" --disk "$WORK/disk.img" --disk-size 1G --socket "$WORK/fake-hdu.sock" \
   "${FAKE_ARGS[@]}" > "$WORK/fake-hdu.log" 2>&1 &
   FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
@@ -108,7 +110,7 @@ if [ $NVME -eq 1 ]; then
   NVME_APPEND=" nvme.poll_queues=${NVME_POLL_QUEUES:-2}"
 fi
 
-APPEND="console=ttyAMA0 mem=$((RAM_MB - PL_MB))M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
+APPEND="console=ttyAMA0 mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
 timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
   "${NVME_ARGS[@]}" -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &

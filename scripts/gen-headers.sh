@@ -3,10 +3,12 @@
 # Regenerate the generated C headers (one source of truth: the Rust definitions):
 #   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi.rs)
 #   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
-#                                             abi.rs) + ioctl numbers and size checks
+#                                             abi.rs and its parts) + ioctl numbers and size checks
 #                                             (userspace/abi/examples/c_header_tail.rs)
-#   scripts/gen-headers.sh          write both headers
-#   scripts/gen-headers.sh --check  fail (exit 1) if a committed header is stale or does not compile
+#   dts/qemu-virt-directnvm.dtso              the QEMU board's DT overlay (fake-hdu --print-overlay,
+#                                             from qemu/fakehdu/src/board.rs)
+#   scripts/gen-headers.sh          write both headers and the overlay
+#   scripts/gen-headers.sh --check  fail (exit 1) if a committed file is stale or a header does not compile
 # Installs cbindgen from crates.io into ~/.cargo/bin when it is missing (idempotent).
 set -euo pipefail
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -45,12 +47,18 @@ cbindgen --quiet --config "$CRATE/cbindgen.toml" --crate libnvmedl --output "$TM
 publish "$TMPD/libnvmedl.h" "$CRATE/include/libnvmedl.h"
 
 # directnvm_abi.h: abi.rs is `include!`d by its crate and the kernel modules, so cbindgen reads
-# the file itself. Every ioctl cbindgen had to skip must be in the generated tail.
+# the file itself, with its top-level `include!("part.rs");` lines (the ABI by concept) expanded
+# in place; the indented ones inside `pub mod` (the NVMe codecs, the bring-up) are not part of
+# the C ABI. Every ioctl cbindgen had to skip must be in the generated tail.
 ABI=$TOP/userspace/abi
-cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$ABI/src/abi.rs" 2>"$TMPD/warn"
+awk -v dir="$ABI/src" '
+  /^include!\("[a-z_]+\.rs"\);$/ { f = $0; sub(/^include!\("/, "", f); sub(/"\);$/, "", f)
+    while ((getline line < (dir "/" f)) > 0) print line; close(dir "/" f); next }
+  { print }' "$ABI/src/abi.rs" >"$TMPD/abi.rs"
+cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$TMPD/abi.rs" 2>"$TMPD/warn"
 cargo run -q -p directnvm-abi --example c_header_tail >"$TMPD/tail.h"
 for name in $(sed -n 's/^WARN: Skip abi::\([A-Z0-9_]*_IOC_[A-Z0-9_]*\) .*/\1/p' "$TMPD/warn"); do
-  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (abi.rs)" >&2; exit 1; }
+  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (userspace/abi/src/ioctl.rs)" >&2; exit 1; }
 done
 {
   echo "/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */"
@@ -69,6 +77,12 @@ done
   echo "#endif /* DIRECTNVM_ABI_H */"
 } >"$TMPD/directnvm_abi.h"
 publish "$TMPD/directnvm_abi.h" "$ABI/include/directnvm_abi.h"
+
+# dts/qemu-virt-directnvm.dtso: the QEMU board's overlay, rendered from its one source,
+# Board::qemu_default in qemu/fakehdu/src/board.rs (qemu/run.sh reads the same map through
+# `fake-hdu --print-board-map`).
+cargo run -q -p fakehdu --bin fake-hdu -- --print-overlay >"$TMPD/qemu-virt-directnvm.dtso"
+publish "$TMPD/qemu-virt-directnvm.dtso" "$TOP/dts/qemu-virt-directnvm.dtso"
 
 # Both headers must compile as C11 (the size checks are _Static_asserts).
 if [ $CHECK = 1 ]; then

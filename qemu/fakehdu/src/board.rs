@@ -6,7 +6,14 @@
 //! DTB); `Board::from_dtb` parses either. `Board::qemu_default` is the same map as constants for
 //! in-process tests; a test checks that it equals the parsed overlay.
 
-use directnvm_abi::{DT_COMPAT_ENGINE, DT_COMPAT_HDU, TESTDEV_MAILBOX_PHYS};
+use std::ffi::CStr;
+
+use directnvm_abi::*;
+
+/// A DT name of the ABI as the `fdt` crate takes it.
+fn dt(name: &CStr) -> &str {
+    name.to_str().unwrap_or_default()
+}
 
 /// One HDU's register pages.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,28 +97,28 @@ impl Board {
         let mut board = Board::qemu_default();
         board.hdus.clear();
         let engine =
-            nodes.iter().find(|n| n.compatible.iter().any(|c| c == DT_COMPAT_ENGINE)).ok_or_else(|| dtb("no directnvm,engine node"))?;
+            nodes.iter().find(|n| n.compatible.iter().any(|c| c == dt(DT_COMPAT_ENGINE))).ok_or_else(|| dtb("no directnvm,engine node"))?;
         let (bar, bar_size) = *engine.reg.first().ok_or_else(|| dtb("engine node has no reg"))?;
         board.nvme_bar = bar;
         board.nvme_bar_size = bar_size;
-        let qw = engine.pair("directnvm,queue-window").ok_or_else(|| dtb("engine: no directnvm,queue-window"))?;
+        let qw = engine.pair(dt(DT_PROP_QUEUE_WINDOW)).ok_or_else(|| dtb("engine: no directnvm,queue-window"))?;
         board.queue_window = qw.0;
         board.queue_window_size = qw.1;
-        if let Some(dw) = engine.pair("directnvm,dma-window") {
+        if let Some(dw) = engine.pair(dt(DT_PROP_DMA_WINDOW)) {
             board.dma_window = dw;
         }
-        board.engines_per_hdu = engine.u32("directnvm,engines-per-hdu").unwrap_or(1);
-        board.io_queue_depth = engine.u32("directnvm,io-queue-depth").unwrap_or(32);
-        board.staging_entries = engine.u32("directnvm,staging-entries").unwrap_or(170);
+        board.engines_per_hdu = engine.u32(dt(DT_PROP_ENGINES_PER_HDU)).unwrap_or(DT_DEFAULT_ENGINES_PER_HDU);
+        board.io_queue_depth = engine.u32(dt(DT_PROP_IO_QUEUE_DEPTH)).unwrap_or(DT_DEFAULT_IO_QUEUE_DEPTH);
+        board.staging_entries = engine.u32(dt(DT_PROP_STAGING_ENTRIES)).unwrap_or(DT_DEFAULT_STAGING_ENTRIES);
         let ph = engine.u32("memory-region").ok_or_else(|| dtb("engine: no memory-region"))?;
         let carve = nodes.iter().find(|n| n.phandle == Some(ph)).ok_or_else(|| dtb("memory-region phandle not found"))?;
         let (cb, cs) = *carve.reg.first().ok_or_else(|| dtb("carve-out has no reg"))?;
         board.carveout = cb;
         board.carveout_size = cs;
 
-        for (i, n) in nodes.iter().filter(|n| n.compatible.iter().any(|c| c == DT_COMPAT_HDU)).enumerate() {
+        for (i, n) in nodes.iter().filter(|n| n.compatible.iter().any(|c| c == dt(DT_COMPAT_HDU))).enumerate() {
             let user = n.reg.first().ok_or_else(|| dtb("hdu node has no reg"))?.0;
-            board.hdus.push(HduAddr { index: n.u32("directnvm,index").unwrap_or(i as u32), user, privileged: n.reg.get(1).map(|r| r.0) });
+            board.hdus.push(HduAddr { index: n.u32(dt(DT_PROP_INDEX)).unwrap_or(i as u32), user, privileged: n.reg.get(1).map(|r| r.0) });
         }
         board.hdus.sort_by_key(|h| h.index);
         if board.hdus.is_empty() {

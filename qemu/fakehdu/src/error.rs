@@ -29,7 +29,7 @@ pub enum Error {
     /// A bad command line of the `fake-hdu` program.
     #[error("{0}")]
     Usage(String),
-    /// The host-side NVMe bring-up helper (`test_support`) failed.
+    /// A test_support helper (guest memory, HDU lookup) failed.
     #[error("bring-up: {0}")]
     BringUp(String),
 }

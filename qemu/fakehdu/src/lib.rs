@@ -10,14 +10,13 @@
 //! ## In-process API
 //!
 //! ```no_run
-//! use fakehdu::{Config, FakeHdu, test_support::{HostNvme, BringUp}};
+//! use fakehdu::{Config, FakeHdu, test_support::{bringup, nvme_config, ModelHost}};
 //! let mut cfg = Config::in_process(2);               // rev 2, anonymous RAM, temp disk
 //! cfg.timing = fakehdu::TimingMode::None;
 //! let dev = FakeHdu::start(cfg).unwrap();            // polling thread running
 //! let board = dev.board().clone();
-//! let mut pump = || std::thread::sleep(std::time::Duration::from_micros(20));
-//! HostNvme::new(dev.mem(), &board)                   // the kernel's admin bring-up
-//!     .bring_up(&mut pump, &board, &BringUp::for_board(&board)).unwrap();
+//! let host = ModelHost::sleeping(dev.mem(), board.nvme_bar, board.carveout);
+//! bringup::bring_up(&host, nvme_config(&board)).unwrap(); // the kernel's admin bring-up
 //! let regs: *mut u8 = dev.hdu_regs(0).unwrap();      // what mmap of /dev/hdu0 gives
 //! let carve: *mut u8 = dev.carveout().unwrap();      // staging/status/data live here
 //! let p = dev.host_ptr(board.carveout + 0x10000, 4096).unwrap(); // any guest-physical range
@@ -32,12 +31,13 @@
 //!   with volatile or atomic operations: the model reads and writes the same memory.
 //! * On rev 2, program the DMA window first ([`test_support::program_window`]): a zero
 //!   DMA_LIMIT disables the HDU, as on hardware before hdu_drv probes.
-//! * [`test_support::HostNvme`] is a small host-side NVMe bring-up (the kernel driver does this
-//!   on the real board); it uses the first 64 KiB of the carve-out.
+//! * [`test_support::ModelHost`] lets tests run the kernel's own NVMe bring-up
+//!   (`directnvm_abi::bringup`) against the model; it uses the first 64 KiB of the carve-out.
 //! * Deterministic tests own a [`Device`] and call [`Device::step`] /
 //!   [`Device::run_until_idle`] themselves, with [`TimingMode::Virtual`] for timing.
 
 pub mod board;
+pub mod board_dts;
 pub mod clock;
 pub mod control;
 pub mod device;

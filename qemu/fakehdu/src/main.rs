@@ -39,8 +39,8 @@ enum Timing {
 #[command(name = "fake-hdu", version, after_help = "Exit status: 0 clean stop, 1 error, 2 usage error.")]
 struct Cli {
     /// The guest RAM file QEMU shares (memory-backend-file mem-path).
-    #[arg(long, value_name = "PATH")]
-    mem_file: PathBuf,
+    #[arg(long, value_name = "PATH", required_unless_present_any = ["print_overlay", "print_board_map"])]
+    mem_file: Option<PathBuf>,
     /// Guest-physical base of the RAM (default: the board's).
     #[arg(long, value_name = "ADDR", value_parser = parse_num)]
     ram_base: Option<u64>,
@@ -81,6 +81,12 @@ struct Cli {
     /// write_bw read_latency_ns write_latency_ns flush_latency_ns. Repeatable.
     #[arg(long, value_name = "KEY=N[,KEY=N..]")]
     ssd: Vec<String>,
+    /// Print the QEMU board's DT overlay (dts/qemu-virt-directnvm.dtso) and exit.
+    #[arg(long, conflicts_with = "print_board_map")]
+    print_overlay: bool,
+    /// Print the QEMU board's map as shell assignments (what qemu/run.sh boots with) and exit.
+    #[arg(long)]
+    print_board_map: bool,
 }
 
 fn parse_num(s: &str) -> Result<u64> {
@@ -122,6 +128,12 @@ fn ssd_params(p: &mut fakehdu::timing::SsdParams, spec: &str) -> Result<()> {
 }
 
 fn run(cli: Cli) -> Result<()> {
+    if cli.print_overlay || cli.print_board_map {
+        let b = Board::qemu_default();
+        print!("{}", if cli.print_overlay { b.overlay_dts() } else { b.shell_map() });
+        return Ok(());
+    }
+    let mem_file = cli.mem_file.ok_or_else(|| usage("--mem-file is required".into()))?;
     let mut cfg = Config::in_process(1);
     cfg.timing = match cli.timing {
         Timing::Wallclock => TimingMode::WallClock,
@@ -157,7 +169,7 @@ fn run(cli: Cli) -> Result<()> {
         board.ram_size = s;
     }
     cfg.board = board;
-    cfg.memory = MemorySource::File { path: cli.mem_file, offset: cli.mem_offset };
+    cfg.memory = MemorySource::File { path: mem_file, offset: cli.mem_offset };
 
     let stop = Arc::new(AtomicBool::new(false));
     for sig in [signal_hook::consts::SIGTERM, signal_hook::consts::SIGINT] {

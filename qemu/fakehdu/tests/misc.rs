@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use common::*;
 use directnvm_abi::*;
 use fakehdu::socket::ControlSocket;
-use fakehdu::test_support::{program_window, start_batch, write_entries, BringUp, HostNvme};
+use fakehdu::test_support::{bringup, nvme_config, program_window, start_batch, write_entries, ModelHost};
 use fakehdu::{Board, Config, Device, DiskSource, FakeHdu, GuestMem, MemorySource, TimingMode};
 
 fn tmp(name: &str) -> PathBuf {
@@ -34,6 +34,19 @@ fn default_board_equals_the_overlay() {
     let blob = std::fs::read(&out).unwrap();
     let _ = std::fs::remove_file(&out);
     assert_eq!(Board::from_dtb(&blob).unwrap(), Board::qemu_default());
+}
+
+/// The committed overlay is the one rendered from `Board::qemu_default` (scripts/gen-headers.sh
+/// regenerates it), and run.sh's map agrees with the board.
+#[test]
+fn overlay_and_run_map_are_generated_from_the_board() {
+    let dtso = concat!(env!("CARGO_MANIFEST_DIR"), "/../../dts/qemu-virt-directnvm.dtso");
+    let board = Board::qemu_default();
+    assert_eq!(std::fs::read_to_string(dtso).unwrap(), board.overlay_dts(), "run scripts/gen-headers.sh");
+    let map = board.shell_map();
+    assert!(map.contains("DNVM_RAM_BASE=0x40000000\n"), "{map}");
+    assert!(map.contains("DNVM_KERNEL_MEM_MB=1008\n"), "the PL window is the top 16 MiB: {map}");
+    assert!(map.contains(&format!("DNVM_ENGINE_NODE=/directnvm@{:x}\n", board.nvme_bar)), "{map}");
 }
 
 #[test]
@@ -136,8 +149,7 @@ fn threaded_device_socket_and_host_pointers() {
     let dev = Arc::new(FakeHdu::start(cfg).unwrap());
     let board = dev.board().clone();
     let mem = dev.mem().clone();
-    let mut pump = || std::thread::sleep(Duration::from_micros(50));
-    HostNvme::new(&mem, &board).bring_up(&mut pump, &board, &BringUp::for_board(&board)).unwrap();
+    bringup::bring_up(&ModelHost::sleeping(&mem, board.nvme_bar, board.carveout), nvme_config(&board)).unwrap();
     program_window(&mem, &board, 0, board.carveout, board.carveout + board.carveout_size).unwrap();
     // Drive HDU 0 through raw host pointers, as the userspace library will.
     let regs = dev.hdu_regs(0).unwrap();

@@ -5,11 +5,11 @@ mod common;
 
 use common::*;
 use fakehdu::nvme::spec::{self, admin, feat, io, sc as s, Sqe};
-use fakehdu::test_support::{BringUp, HostNvme};
+use fakehdu::test_support::{bringup, Controller};
 use fakehdu::timing::{MediaOp, Ssd, SsdParams};
 use fakehdu::{Device, TimingMode};
 
-fn admin_status(dev: &mut Device, host: &mut HostNvme, sqe: Sqe) -> u16 {
+fn admin_status(dev: &mut Device, host: &mut Controller, sqe: Sqe) -> u16 {
     sc(admin(dev, host, sqe).status)
 }
 
@@ -26,19 +26,18 @@ fn registers_and_identify() {
     assert_eq!((cap >> 32) & 0xf, 0, "DSTRD");
     assert_eq!((cap >> 48) & 0xf, 0, "MPSMIN");
     assert_eq!(dev.mem.load32(bar + spec::r(spec::reg::VS)).unwrap(), 0x0001_0300);
-    assert_eq!(id.model, "DirectNVM virtual SSD");
-    assert_eq!(id.mdts, 5);
-    assert_eq!(id.nsze, (64 << 20) / 512);
-    assert_eq!(id.lbads, 9);
-    assert_eq!(id.queues, (3, 3));
+    assert_eq!(String::from_utf8_lossy(&id.model).trim(), "DirectNVM virtual SSD");
+    assert_eq!(id.max_transfer, 4096 << 5, "MDTS 5");
+    assert_eq!(id.capacity_lbas, (64 << 20) / 512);
+    assert_eq!(id.lba_size, 512, "LBADS 9");
+    assert_eq!(id.num_queues, 3 | (3 << 16), "NSQA, NCQA");
     assert_eq!(dev.stats().nvme.enables, 1);
 }
 
 #[test]
 fn admin_status_codes() {
     let mut dev = device(1, TimingMode::None);
-    let (_, mut h) =
-        bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: None, engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut h = bring_up_host_queues(&mut dev, false);
     let h = &mut h;
     let buf = 0x7b00_8000;
     let q = |qid: u32, size: u32| qid | ((size - 1) << 16);
@@ -124,48 +123,46 @@ fn admin_status_codes() {
 }
 
 fn with_queues(dev: &mut Device) -> IoQ {
-    let (_, mut h) = bring_up_with(dev, &BringUp { wrr: false, arbitration: None, engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut h = bring_up_host_queues(dev, false);
     IoQ::create(dev, &mut h, 9, HOSTQ, 64, 0)
 }
 
 #[test]
 fn queue_lifecycle_status_codes() {
     let mut dev = device(1, TimingMode::None);
-    let (_, mut h) = bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: None, engines: 1, hdus: 1, depth: 32, num_queues: None });
-    let board = dev.board.clone();
-    let mut pump = || {
-        dev.run_until_idle(10_000);
-    };
-    let p = &mut pump;
+    bring_up_with(&mut dev, |c| (c.cores, c.engines, c.io_queue_depth, c.allow_wrr) = (1, 1, 32, false));
     // Restart the controller: features return to defaults and queues are gone.
-    h.enable(p, false).unwrap();
-    let c = h
-        .admin(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 3 | (3 << 16), 0, 0, 0, 0], ..Default::default() })
-        .unwrap();
+    let cfg = bringup_cfg(&dev);
+    let mut h = with_host(&mut dev, |host| bringup::enable(host, cfg)).unwrap();
+    let h = &mut h;
+    let d = &mut dev;
+    let c = admin(d, h, Sqe::set_features(feat::NUM_QUEUES, 3 | (3 << 16)));
     assert_eq!((c.status, c.dw0), (0, 3 | (3 << 16)));
-    h.admin_ok(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::ARBITRATION as u32, 0x0704_0203, 0, 0, 0, 0], ..Default::default() })
-        .unwrap();
-    let c =
-        h.admin_ok(p, Sqe { opcode: admin::GET_FEATURES, cdw: [feat::ARBITRATION as u32, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
-    assert_eq!(c.dw0, 0x0704_0203);
-    h.create_queue_pair(p, 1, HOSTQ, HOSTQ + 0x10000, 16, 0).unwrap();
+    admin_ok(d, h, Sqe::set_features(feat::ARBITRATION, 0x0704_0203));
+    let dw0 = admin_ok(d, h, Sqe::new(admin::GET_FEATURES, feat::ARBITRATION as u32, 0));
+    assert_eq!(dw0, 0x0704_0203);
+    IoQ::create(d, h, 1, HOSTQ, 16, 0);
     // QID beyond the granted number of queues.
-    let c = h
-        .admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [5 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() })
-        .unwrap();
+    let c =
+        admin(d, h, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [5 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() });
     assert_eq!(sc(c.status), s::INVALID_QID);
     // Existing QID.
-    let c = h
-        .admin(p, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [1 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() })
-        .unwrap();
+    let c =
+        admin(d, h, Sqe { opcode: admin::CREATE_CQ, prp1: HOSTQ + 0x10000, cdw: [1 | (15 << 16), 1, 0, 0, 0, 0], ..Default::default() });
     assert_eq!(sc(c.status), s::INVALID_QID);
-    let c = h.admin(p, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
+    let c = admin(d, h, Sqe { opcode: admin::SET_FEATURES, cdw: [feat::NUM_QUEUES as u32, 0, 0, 0, 0, 0], ..Default::default() });
     assert_eq!(sc(c.status), s::COMMAND_SEQUENCE);
-    let c = h.admin(p, Sqe { opcode: admin::DELETE_CQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
+    let c = admin(d, h, Sqe { opcode: admin::DELETE_CQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() });
     assert_eq!(sc(c.status), s::INVALID_QUEUE_DELETION);
-    h.admin_ok(p, Sqe { opcode: admin::DELETE_SQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
-    h.admin_ok(p, Sqe { opcode: admin::DELETE_CQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() }).unwrap();
-    let _ = board;
+    admin_ok(d, h, Sqe { opcode: admin::DELETE_SQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() });
+    admin_ok(d, h, Sqe { opcode: admin::DELETE_CQ, cdw: [1, 0, 0, 0, 0, 0], ..Default::default() });
+}
+
+/// The test bring-up configuration of one round-robin engine queue pair.
+fn bringup_cfg(dev: &fakehdu::Device) -> fakehdu::test_support::NvmeConfig {
+    let mut c = fakehdu::test_support::nvme_config(&dev.board);
+    (c.cores, c.engines, c.io_queue_depth, c.allow_wrr) = (1, 1, 32, false);
+    c
 }
 
 #[test]
@@ -273,8 +270,8 @@ fn wrr_shares_follow_weights_under_saturation() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 64);
     // Weights 8:4:2 (0's based 7, 3, 1), burst 2^1.
     let arb = 1 | (1 << 8) | (3 << 16) | (7 << 24);
-    let (_, mut h) =
-        bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(arb), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut h = bring_up_host_queues(&mut dev, true);
+    admin_ok(&mut dev, &mut h, Sqe::set_features(feat::ARBITRATION, arb));
     let mut qs: Vec<IoQ> =
         (0..3u16).map(|i| IoQ::create(&mut dev, &mut h, 10 + i, HOSTQ + 0x2_0000 * u64::from(i), 256, u32::from(i) + 1)).collect();
     let mem = dev.mem.clone();
@@ -320,8 +317,8 @@ fn wrr_shares_follow_weights_under_saturation() {
 #[test]
 fn urgent_class_has_strict_priority() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 16);
-    let (_, mut h) =
-        bring_up_with(&mut dev, &BringUp { wrr: true, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut h = bring_up_host_queues(&mut dev, true);
+    admin_ok(&mut dev, &mut h, Sqe::set_features(feat::ARBITRATION, 0));
     let mut urgent = IoQ::create(&mut dev, &mut h, 10, HOSTQ, 256, 0);
     let mut high = IoQ::create(&mut dev, &mut h, 11, HOSTQ + 0x2_0000, 256, 1);
     let mem = dev.mem.clone();
@@ -357,8 +354,8 @@ fn urgent_class_has_strict_priority() {
 #[test]
 fn round_robin_without_wrr_is_fair() {
     let mut dev = device_with(1, TimingMode::Virtual, |c| c.nvme.max_inflight = 8);
-    let (_, mut h) =
-        bring_up_with(&mut dev, &BringUp { wrr: false, arbitration: Some(0), engines: 1, hdus: 1, depth: 32, num_queues: Some(16) });
+    let mut h = bring_up_host_queues(&mut dev, false);
+    admin_ok(&mut dev, &mut h, Sqe::set_features(feat::ARBITRATION, 0));
     let mut a = IoQ::create(&mut dev, &mut h, 10, HOSTQ, 256, 3);
     let mut b = IoQ::create(&mut dev, &mut h, 11, HOSTQ + 0x2_0000, 256, 0);
     let mem = dev.mem.clone();

@@ -29,9 +29,9 @@ fn find_board() -> Result<Board, String> {
     for e in std::fs::read_dir(DT).map_err(|e| format!("{DT}: {e}"))? {
         let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
         let compat = std::fs::read(format!("{DT}/{name}/compatible")).unwrap_or_default();
-        if compat.starts_with(DT_COMPAT_ENGINE.as_bytes()) {
+        if compat.starts_with(DT_COMPAT_ENGINE.to_bytes()) {
             engine = Some(name);
-        } else if compat.starts_with(DT_COMPAT_HDU.as_bytes()) {
+        } else if compat.starts_with(DT_COMPAT_HDU.to_bytes()) {
             let idx = dt_u32(&format!("{name}/directnvm,index")).ok_or("hdu without index")?;
             hdus.push((name, idx));
         }

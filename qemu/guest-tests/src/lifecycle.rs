@@ -127,7 +127,7 @@ pub fn hdu_device(index: u32) -> Result<String, String> {
     for e in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
         let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
         let compat = std::fs::read(format!("{dir}/{name}/of_node/compatible")).unwrap_or_default();
-        if !compat.starts_with(DT_COMPAT_HDU.as_bytes()) {
+        if !compat.starts_with(DT_COMPAT_HDU.to_bytes()) {
             continue;
         }
         let idx = std::fs::read(format!("{dir}/{name}/of_node/directnvm,index")).unwrap_or_default();

@@ -64,12 +64,7 @@ fn pattern(lba: u64, i: usize, gen: u8) -> u8 {
 impl Core {
     fn entry(&mut self, i: usize, e: DnvmEntry) {
         let off = i * DNVM_ENTRY_SIZE;
-        let b = &mut self.staging.bytes()[off..off + DNVM_ENTRY_SIZE];
-        b[0..2].copy_from_slice(&e.op.to_le_bytes());
-        b[2..4].copy_from_slice(&e.urgency.to_le_bytes());
-        b[4..8].copy_from_slice(&e.block_size.to_le_bytes());
-        b[8..16].copy_from_slice(&e.data_addr.to_le_bytes());
-        b[16..24].copy_from_slice(&e.lba.to_le_bytes());
+        self.staging.bytes()[off..off + DNVM_ENTRY_SIZE].copy_from_slice(&e.to_bytes());
     }
 
     fn status_word(&mut self, i: usize) -> u32 {

@@ -5,9 +5,9 @@
 //! library does not depend on it.
 //!
 //! It plays the kernel's part: the carve-out is partitioned by the kernel's own `layout.rs`,
-//! the NVMe controller is brought up by the kernel's own `nvme.rs` (both `#[path]`-included),
-//! claims are tracked per core, and rev 2 DMA windows and resets are programmed through the
-//! privileged page as hdu_drv does. Handles then drive the model through raw pointers into
+//! the NVMe controller is brought up by the kernel's own bring-up (`directnvm_abi::bringup`,
+//! over fakehdu's `ModelHost`), claims are tracked per core, and rev 2 DMA windows and resets
+//! are programmed through the privileged page as hdu_drv does. Handles then drive the model through raw pointers into
 //! its guest memory, exactly the code path they use on the mmaps of the real devices.
 
 use std::sync::{Arc, Mutex};
@@ -20,9 +20,10 @@ use nvmedl::platform::{CoreMapping, Platform, Region};
 use nvmedl::{Error, Result};
 
 use crate::layout::{Layout, LayoutParams};
-use crate::nvme::{NvmeError, NvmeHost};
+use crate::nvme::NvmeError;
+use fakehdu::test_support::ModelHost;
 
-/// The shared ABI under the name the kernel's `layout.rs` / `nvme.rs` expect.
+/// The shared ABI under the name the kernel's `layout.rs` expects.
 #[allow(unused_imports)]
 pub(crate) mod abi {
     pub use directnvm_abi::*;
@@ -33,10 +34,8 @@ pub(crate) mod abi {
 #[path = "../../../directnvm_drv/layout.rs"]
 pub(crate) mod layout;
 
-/// The kernel's NVMe bring-up, shared verbatim.
-#[allow(dead_code)]
-#[path = "../../../directnvm_drv/nvme.rs"]
-pub(crate) mod nvme;
+/// The kernel's NVMe bring-up: the protocol crate's.
+pub(crate) use directnvm_abi::bringup as nvme;
 
 /// Options of an in-process board.
 #[derive(Clone, Debug)]
@@ -68,38 +67,6 @@ pub struct InProc {
     claims: Arc<Mutex<u64>>,
     cfg: nvme::Config,
     revision: u32,
-}
-
-/// `NvmeHost` over the model's guest memory: BAR window + admin region.
-struct Host<'a> {
-    mem: &'a GuestMem,
-    bar: u64,
-    admin: u64,
-}
-
-impl NvmeHost for Host<'_> {
-    fn rd32(&self, off: usize) -> core::result::Result<u32, NvmeError> {
-        self.mem.load32(self.bar + off as u64).map_err(|_| NvmeError::Bus)
-    }
-    fn wr32(&self, off: usize, val: u32) -> core::result::Result<(), NvmeError> {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::SeqCst);
-        self.mem.store32(self.bar + off as u64, val).map_err(|_| NvmeError::Bus)
-    }
-    fn mem_read(&self, off: usize, buf: &mut [u8]) -> core::result::Result<(), NvmeError> {
-        self.mem.read(self.admin + off as u64, buf).map_err(|_| NvmeError::Bus)
-    }
-    fn mem_write(&self, off: usize, buf: &[u8]) -> core::result::Result<(), NvmeError> {
-        self.mem.write(self.admin + off as u64, buf).map_err(|_| NvmeError::Bus)
-    }
-    fn mem_bus(&self) -> u64 {
-        self.admin
-    }
-    fn read_barrier(&self) {
-        std::sync::atomic::fence(std::sync::atomic::Ordering::Acquire);
-    }
-    fn sleep_us(&self, us: u32) {
-        std::thread::sleep(Duration::from_micros(us.into()));
-    }
 }
 
 fn nvme_err(e: NvmeError) -> Error {
@@ -143,6 +110,8 @@ impl InProc {
             admin_sq_off: crate::layout::ADMIN_SQ_PAGE as usize * page,
             admin_cq_off: crate::layout::ADMIN_CQ_PAGE as usize * page,
             admin_data_off: crate::layout::ADMIN_DATA_PAGE as usize * page,
+            allow_wrr: true,
+            extra_queues: 0,
         };
         let ip = InProc { model, layout, ctrl: Mutex::new(None), claims: Arc::new(Mutex::new(0)), cfg: ncfg, revision: c.revision };
         if Revision::from_number(c.revision).is_some_and(Revision::has_dma_window) {
@@ -155,8 +124,10 @@ impl InProc {
         Ok(Arc::new(ip))
     }
 
-    fn host(&self) -> Host<'_> {
-        Host { mem: self.model.mem(), bar: self.model.board().nvme_bar, admin: self.layout.admin.phys }
+    /// The bring-up's host: fakehdu's `NvmeHost` over the model, the kernel layout's admin
+    /// region, waits that sleep (the model runs on its own thread).
+    fn host(&self) -> ModelHost<'static> {
+        ModelHost::sleeping(self.model.mem(), self.model.board().nvme_bar, self.layout.admin.phys)
     }
 
     /// The running model (statistics, direct inspection).
@@ -174,11 +145,11 @@ fn hdu_info_of(model: &FakeHdu, core: u32, revision: u32) -> Result<HduInfo> {
     let board = model.board();
     let h = board.hdus.get(core as usize).ok_or(Error::InvalidArgument)?;
     let mem = model.mem();
-    let id = mem.load64(h.user + HDU_REG_ID as u64).map_err(|_| Error::Os(libc::ENXIO))?;
+    let id = mem.load64(h.user + HduReg::Id.offset() as u64).map_err(|_| Error::Os(libc::ENXIO))?;
     let rev = hdu_revision(id);
     let revision_of_id = Revision::from_number(rev);
     let caps = if revision_of_id.is_some_and(Revision::has_caps) {
-        HduCaps::from_reg(mem.load64(h.user + HDU_REG_CAPS as u64).map_err(|_| Error::Os(libc::ENXIO))?)
+        HduCaps::from_reg(mem.load64(h.user + HduReg::Caps.offset() as u64).map_err(|_| Error::Os(libc::ENXIO))?)
     } else {
         HduCaps::REV1
     };
@@ -207,10 +178,10 @@ fn reset_engine(mem: &GuestMem, board: &fakehdu::Board, core: u32, revision: u32
     let p = board.hdus.get(core as usize).and_then(|h| h.privileged).ok_or(Error::Revision)?;
     let bus = |_| Error::Os(libc::ENXIO);
     let ctrl = if qreset { HDU_CTRL_RESET | HDU_CTRL_QRESET } else { HDU_CTRL_RESET };
-    mem.store64(p + HDU_PRIV_CTRL as u64, ctrl).map_err(bus)?;
+    mem.store64(p + HduPrivReg::Ctrl.offset() as u64, ctrl).map_err(bus)?;
     let t0 = Instant::now();
     // The model drains commands already at the SSD for up to 1 s.
-    while mem.load64(p + HDU_PRIV_CTRL as u64).map_err(bus)? & HDU_CTRL_RESET != 0 {
+    while mem.load64(p + HduPrivReg::Ctrl.offset() as u64).map_err(bus)? & HDU_CTRL_RESET != 0 {
         if t0.elapsed() > Duration::from_secs(3) {
             return Err(Error::Timeout);
         }

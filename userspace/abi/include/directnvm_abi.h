@@ -626,315 +626,24 @@
 #define HDU_IOC_MAX_NR 4
 
 /*
- NVMe version 1.3.0 (VS register value).
+ Default of `DT_PROP_ENGINES_PER_HDU` (the published RTL).
  */
-#define VS_1_3 66304
+#define DT_DEFAULT_ENGINES_PER_HDU 1
 
 /*
- CAP.AMS bit 17: weighted round robin with urgent priority class supported.
+ Default of `DT_PROP_STAGING_ENTRIES`: the most a rev 1 HDU fetches safely.
  */
-#define CAP_AMS_WRR (1 << 17)
+#define DT_DEFAULT_STAGING_ENTRIES DNVM_REV1_MAX_NREQS
 
 /*
- CC.EN.
+ Largest `DT_PROP_STAGING_ENTRIES`: NREQS per START is a 16-bit field of CAPS.
  */
-#define CC_EN 1
+#define DNVM_MAX_STAGING_ENTRIES 65535
 
 /*
- Shift of the CC.AMS field (bits 13:11).
+ Default of `DT_PROP_IO_QUEUE_DEPTH` (the published RTL).
  */
-#define CC_AMS_SHIFT 11
-
-/*
- CC.AMS field value: weighted round robin with urgent priority class.
- */
-#define CC_AMS_WRR 1
-
-/*
- Shift of the CC.SHN field (bits 15:14).
- */
-#define CC_SHN_SHIFT 14
-
-/*
- CC.SHN field value: normal shutdown.
- */
-#define CC_SHN_NORMAL 1
-
-/*
- CC.IOSQES (bits 19:16) and CC.IOCQES (bits 23:20) for 64-byte SQEs and 16-byte CQEs.
- */
-#define CC_IOQES ((6 << 16) | (4 << 20))
-
-/*
- CSTS.RDY.
- */
-#define CSTS_RDY 1
-
-/*
- CSTS.CFS (controller fatal status).
- */
-#define CSTS_CFS (1 << 1)
-
-/*
- CSTS.SHST mask (bits 3:2).
- */
-#define CSTS_SHST_MASK (3 << 2)
-
-/*
- CSTS.SHST = shutdown processing occurring.
- */
-#define CSTS_SHST_OCCURRING (1 << 2)
-
-/*
- CSTS.SHST = shutdown processing complete.
- */
-#define CSTS_SHST_COMPLETE (2 << 2)
-
-/*
- Size of a submission queue entry.
- */
-#define SQE_SIZE 64
-
-/*
- Size of a completion queue entry.
- */
-#define CQE_SIZE 16
-
-/*
- Controller Capabilities (64-bit).
- */
-#define CAP 0
-
-/*
- Version.
- */
-#define VS 8
-
-/*
- Interrupt Mask Set.
- */
-#define INTMS 12
-
-/*
- Interrupt Mask Clear.
- */
-#define INTMC 16
-
-/*
- Controller Configuration.
- */
-#define CC 20
-
-/*
- Controller Status.
- */
-#define CSTS 28
-
-/*
- Admin Queue Attributes.
- */
-#define AQA 36
-
-/*
- Admin SQ base address (64-bit).
- */
-#define ASQ 40
-
-/*
- Admin CQ base address (64-bit).
- */
-#define ACQ 48
-
-/*
- First doorbell (SQ 0 tail); queue y's SQ tail is at DOORBELL + 2y * (4 << CAP.DSTRD),
- its CQ head one stride further.
- */
-#define DOORBELL 4096
-
-/*
- Delete I/O Submission Queue.
- */
-#define DELETE_SQ 0
-
-/*
- Create I/O Submission Queue.
- */
-#define CREATE_SQ 1
-
-/*
- Get Log Page.
- */
-#define GET_LOG_PAGE 2
-
-/*
- Delete I/O Completion Queue.
- */
-#define DELETE_CQ 4
-
-/*
- Create I/O Completion Queue.
- */
-#define CREATE_CQ 5
-
-/*
- Identify.
- */
-#define IDENTIFY 6
-
-/*
- Abort.
- */
-#define ABORT 8
-
-/*
- Set Features.
- */
-#define SET_FEATURES 9
-
-/*
- Get Features.
- */
-#define GET_FEATURES 10
-
-/*
- Asynchronous Event Request.
- */
-#define ASYNC_EVENT 12
-
-/*
- Flush.
- */
-#define FLUSH 0
-
-/*
- Write.
- */
-#define WRITE 1
-
-/*
- Read.
- */
-#define READ 2
-
-/*
- Arbitration.
- */
-#define ARBITRATION 1
-
-/*
- Volatile Write Cache.
- */
-#define VOLATILE_WC 6
-
-/*
- Number of Queues.
- */
-#define NUM_QUEUES 7
-
-/*
- Successful completion.
- */
-#define SUCCESS 0
-
-/*
- Invalid Command Opcode.
- */
-#define INVALID_OPCODE 1
-
-/*
- Invalid Field in Command.
- */
-#define INVALID_FIELD 2
-
-/*
- Data Transfer Error.
- */
-#define DATA_TRANSFER_ERROR 4
-
-/*
- Internal Error.
- */
-#define INTERNAL_ERROR 6
-
-/*
- Command Abort Requested.
- */
-#define ABORT_REQUESTED 7
-
-/*
- Command Aborted due to SQ Deletion.
- */
-#define ABORTED_SQ_DELETION 8
-
-/*
- Invalid Namespace or Format.
- */
-#define INVALID_NAMESPACE 11
-
-/*
- Command Sequence Error.
- */
-#define COMMAND_SEQUENCE 12
-
-/*
- Invalid PRP Offset.
- */
-#define INVALID_PRP_OFFSET 19
-
-/*
- LBA Out of Range.
- */
-#define LBA_OUT_OF_RANGE 128
-
-/*
- Command specific (SCT 1): Completion Queue Invalid.
- */
-#define CQ_INVALID 256
-
-/*
- Command specific: Invalid Queue Identifier.
- */
-#define INVALID_QID 257
-
-/*
- Command specific: Invalid Queue Size.
- */
-#define INVALID_QSIZE 258
-
-/*
- Command specific: Asynchronous Event Request Limit Exceeded.
- */
-#define AER_LIMIT 261
-
-/*
- Command specific: Invalid Log Page.
- */
-#define INVALID_LOG_PAGE 265
-
-/*
- Command specific: Invalid Queue Deletion.
- */
-#define INVALID_QUEUE_DELETION 268
-
-/*
- Command specific: Feature Identifier Not Saveable.
- */
-#define FEATURE_NOT_SAVEABLE 269
-
-/*
- Media error (SCT 2): Write Fault.
- */
-#define WRITE_FAULT 640
-
-/*
- Media error: Unrecovered Read Error.
- */
-#define UNRECOVERED_READ 641
-
-/*
- Do Not Retry bit.
- */
-#define DNR (1 << 14)
+#define DT_DEFAULT_IO_QUEUE_DEPTH 32
 
 /*
  One request in a staging queue, exactly as the HDU fetches it (three 64-bit beats).
@@ -1267,7 +976,11 @@ struct hdu_caps {
 
 
 
-/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/abi.rs */
+
+
+
+
+/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/ioctl.rs */
 #define DNVM_IOC_GET_INFO 0x8088db01u
 #define DNVM_IOC_GET_LAYOUT 0x83f0db02u
 #define DNVM_IOC_CLAIM 0x4008db03u

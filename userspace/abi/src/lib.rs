@@ -11,3 +11,6 @@ include!("abi.rs");
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod nvme_tests;

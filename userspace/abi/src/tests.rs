@@ -97,3 +97,32 @@ fn revision_capabilities() {
     let rev2 = Revision::Rev2;
     assert!(rev2.has_status() && rev2.has_caps() && rev2.can_reset() && rev2.has_flush() && rev2.has_dma_window());
 }
+
+#[test]
+fn entry_packing_matches_the_struct_layout() {
+    let e = DnvmEntry { op: DNVM_OP_WRITE, urgency: 3, block_size: 8192, data_addr: 0x1234_5000, lba: 0x1_0000_0008 };
+    let b = e.to_bytes();
+    // On a little-endian host the packing is the repr(C) struct's bytes (what libnvmedl stores).
+    // SAFETY: DnvmEntry is repr(C), 24 bytes without padding (entry_layout_matches_the_rtl).
+    let raw: [u8; DNVM_ENTRY_SIZE] = unsafe { core::mem::transmute(e) };
+    if cfg!(target_endian = "little") {
+        assert_eq!(b, raw);
+    }
+    assert_eq!(&b[8..16], &0x1234_5000u64.to_le_bytes(), "data_addr in beat 1");
+    assert_eq!(DnvmEntry::from_bytes(&b), Some(e));
+    assert_eq!(DnvmEntry::from_bytes(&b[..23]), None);
+}
+
+#[test]
+fn typed_registers_match_the_offsets() {
+    let offs: [usize; 8] = HduReg::ALL.map(HduReg::offset);
+    assert_eq!(
+        offs,
+        [HDU_REG_START, HDU_REG_NREQS, HDU_REG_REQBUF, HDU_REG_STATUSBUF, HDU_REG_DONE, HDU_REG_ID, HDU_REG_CAPS, HDU_REG_ERRORS]
+    );
+    assert!(HduReg::ALL.iter().all(|r| r.offset() < HDU_USER_REGS_SIZE && r.slot() * 8 == r.offset()));
+    assert_eq!(HduReg::Done.name(), "DONE");
+    let p: [usize; 4] = HduPrivReg::ALL.map(HduPrivReg::offset);
+    assert_eq!(p, [HDU_PRIV_CTRL, HDU_PRIV_DMA_BASE, HDU_PRIV_DMA_LIMIT, HDU_PRIV_STATUS]);
+    assert!(HduPrivReg::ALL.iter().all(|r| r.offset() < HDU_PRIV_REGS_SIZE));
+}

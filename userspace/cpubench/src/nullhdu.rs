@@ -57,9 +57,9 @@ unsafe impl Send for NullHdu {}
 unsafe impl Sync for NullHdu {}
 
 impl NullHdu {
-    fn reg(&self, off: usize) -> *mut u64 {
-        // SAFETY: off < 0x40 inside the 4 KiB page.
-        unsafe { self.regs.ptr.cast::<u64>().add(off / 8) }
+    fn reg(&self, r: HduReg) -> *mut u64 {
+        // SAFETY: a register slot (offset < 0x40) inside the 4 KiB page.
+        unsafe { self.regs.ptr.cast::<u64>().add(r.slot()) }
     }
 
     /// The device: complete a started batch at once; false if none was started.
@@ -67,11 +67,11 @@ impl NullHdu {
     pub fn step(&self) -> bool {
         // SAFETY: register slots and status words inside the allocations; volatile like MMIO.
         unsafe {
-            if self.reg(HDU_REG_START).read_volatile() == 0 {
+            if self.reg(HduReg::Start).read_volatile() == 0 {
                 return false;
             }
             if Revision::from_number(self.revision).is_some_and(Revision::has_status) {
-                let n = self.reg(HDU_REG_NREQS).read_volatile() as usize;
+                let n = self.reg(HduReg::Nreqs).read_volatile() as usize;
                 let words = self.status.ptr.cast::<u32>();
                 for i in 0..n.min(STAGING_ENTRIES as usize) {
                     words.add(i).write_volatile(DNVM_STATUS_DONE);
@@ -79,8 +79,8 @@ impl NullHdu {
             }
             // Another thread may play the device (`idle.rs`): the status words before DONE.
             fence(Ordering::Release);
-            self.reg(HDU_REG_START).write_volatile(0);
-            self.reg(HDU_REG_DONE).write_volatile(HDU_DONE_BIT);
+            self.reg(HduReg::Start).write_volatile(0);
+            self.reg(HduReg::Done).write_volatile(HDU_DONE_BIT);
         }
         true
     }

@@ -8,24 +8,26 @@
 
 use std::sync::atomic::{fence, Ordering};
 
-/// Read the 64-bit register at byte offset `off` of the HDU page.
+use directnvm_abi::HduReg;
+
+/// Read the 64-bit register `reg` of the HDU page.
 ///
 /// # Safety
-/// `regs` must be the mapped HDU user page and `off` a register offset below 0x40.
+/// `regs` must be the mapped HDU user page.
 #[inline(always)]
-pub unsafe fn rd(regs: *mut u64, off: usize) -> u64 {
+pub unsafe fn rd(regs: *mut u64, reg: HduReg) -> u64 {
     // SAFETY: per the contract, an aligned register slot inside the mapped page.
-    unsafe { core::ptr::read_volatile(regs.add(off / 8)) }
+    unsafe { core::ptr::read_volatile(regs.add(reg.slot())) }
 }
 
-/// Write the 64-bit register at byte offset `off` of the HDU page.
+/// Write the 64-bit register `reg` of the HDU page.
 ///
 /// # Safety
 /// As for [`rd`].
 #[inline(always)]
-pub unsafe fn wr(regs: *mut u64, off: usize, v: u64) {
+pub unsafe fn wr(regs: *mut u64, reg: HduReg, v: u64) {
     // SAFETY: per the contract, an aligned register slot inside the mapped page.
-    unsafe { core::ptr::write_volatile(regs.add(off / 8), v) }
+    unsafe { core::ptr::write_volatile(regs.add(reg.slot()), v) }
 }
 
 /// Barrier between the staging/status stores and the START store.

@@ -10,7 +10,7 @@ use std::collections::VecDeque;
 use directnvm_abi::{DnvmEntry, DNVM_OP_FLUSH, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_PRP_OFFSET, DNVM_QWIN_PRP_SIZE, DNVM_QWIN_SQ_OFFSET};
 
 use crate::mem::GuestMem;
-use crate::nvme::spec::{cq_doorbell, io, sq_doorbell, Cqe, Sqe};
+use crate::nvme::spec::{cq_doorbell, cqe_phase, io, sq_doorbell, Cqe, Sqe, CQE_DW3, CQE_SIZE, SQE_SIZE};
 
 /// One engine and its queue pair.
 #[derive(Debug)]
@@ -91,7 +91,7 @@ impl Engine {
 
     /// Write an SQE into the slot at the tail and advance the tail (no doorbell).
     fn push_sqe(&mut self, mem: &GuestMem, sqe: &Sqe) {
-        let _ = mem.write(self.sq + u64::from(self.tail) * 64, &sqe.to_bytes());
+        let _ = mem.write(self.sq + u64::from(self.tail) * SQE_SIZE as u64, &sqe.to_bytes());
         self.tail = (self.tail + 1) % self.depth;
     }
 
@@ -120,14 +120,14 @@ impl Engine {
 
     /// Take the CQE at the head if its phase tag is current.
     pub fn pop_cqe(&mut self, mem: &GuestMem) -> Option<Cqe> {
-        let addr = self.cq + u64::from(self.head) * 16;
-        let dw3 = mem.load32(addr + 12).ok()?;
-        if ((dw3 >> 16) & 1 == 1) != self.phase {
+        let addr = self.cq + u64::from(self.head) * CQE_SIZE as u64;
+        let dw3 = mem.load32(addr + CQE_DW3 as u64).ok()?;
+        if cqe_phase(dw3) != self.phase {
             return None;
         }
-        let mut b = [0u8; 16];
+        let mut b = [0u8; CQE_SIZE];
         mem.read(addr, &mut b).ok()?;
-        b[12..16].copy_from_slice(&dw3.to_le_bytes());
+        b[CQE_DW3..].copy_from_slice(&dw3.to_le_bytes());
         let (cqe, _) = Cqe::decode(&b);
         self.head += 1;
         if self.head == self.depth {

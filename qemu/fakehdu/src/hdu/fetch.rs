@@ -15,12 +15,9 @@ use crate::mem::GuestMem;
 /// Largest burst in entries (DISPATCH_QUEUE_DEPTH / 2).
 pub const REV1_BURST_ENTRIES: u32 = 32;
 
-/// Decode a 24-byte entry.
+/// Decode a 24-byte entry (the ABI's one packing, `DnvmEntry::from_bytes`).
 pub fn entry_from_bytes(b: &[u8]) -> DnvmEntry {
-    let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
-    let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-    let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
-    DnvmEntry { op: u16_at(0), urgency: u16_at(2), block_size: u32_at(4), data_addr: u64_at(8), lba: u64_at(16) }
+    DnvmEntry::from_bytes(b).unwrap_or_default()
 }
 
 /// Result of one rev 1 burst.

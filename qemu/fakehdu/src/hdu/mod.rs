@@ -133,32 +133,32 @@ impl Hdu {
         v
     }
 
-    fn reg(&self, off: usize) -> u64 {
-        self.user + off as u64
+    fn reg(&self, r: HduReg) -> u64 {
+        self.user + r.offset() as u64
     }
 
     /// Write the device-owned registers (DONE, and ID/CAPS/ERRORS or the rev 1 zeros) if the
     /// guest or a state change made them differ.
     fn assert_registers(&self, mem: &GuestMem) {
-        let want = |off: usize, v: u64| {
-            if mem.load64(self.reg(off)).ok() != Some(v) {
-                let _ = mem.store64(self.reg(off), v);
+        let want = |r: HduReg, v: u64| {
+            if mem.load64(self.reg(r)).ok() != Some(v) {
+                let _ = mem.store64(self.reg(r), v);
             }
         };
-        want(HDU_REG_DONE, self.done_reg());
+        want(HduReg::Done, self.done_reg());
         if self.rev.has_caps() {
-            want(HDU_REG_ID, hdu_id(self.rev.number()));
-            want(HDU_REG_CAPS, self.caps.to_reg());
-            want(HDU_REG_ERRORS, self.errors);
+            want(HduReg::Id, hdu_id(self.rev.number()));
+            want(HduReg::Caps, self.caps.to_reg());
+            want(HduReg::Errors, self.errors);
             if let Some(p) = self.privileged {
-                if mem.load64(p + HDU_PRIV_STATUS as u64).ok() != Some(self.pstatus) {
-                    let _ = mem.store64(p + HDU_PRIV_STATUS as u64, self.pstatus);
+                if mem.load64(p + HduPrivReg::Status.offset() as u64).ok() != Some(self.pstatus) {
+                    let _ = mem.store64(p + HduPrivReg::Status.offset() as u64, self.pstatus);
                 }
             }
         } else {
-            want(HDU_REG_ID, 0);
-            want(HDU_REG_CAPS, 0);
-            want(HDU_REG_ERRORS, 0);
+            want(HduReg::Id, 0);
+            want(HduReg::Caps, 0);
+            want(HduReg::Errors, 0);
         }
     }
 
@@ -191,12 +191,12 @@ impl Hdu {
     }
 
     fn poll_start(&mut self, mem: &GuestMem, faults: &mut Faults) -> bool {
-        let Ok(start) = mem.load64(self.reg(HDU_REG_START)) else { return false };
+        let Ok(start) = mem.load64(self.reg(HduReg::Start)) else { return false };
         if start == 0 {
             return false;
         }
         if start & HDU_START_GO == 0 {
-            let _ = mem.store64(self.reg(HDU_REG_START), 0);
+            let _ = mem.store64(self.reg(HduReg::Start), 0);
             return true;
         }
         // Rev 2 with a START queue: a START while a batch runs waits behind it (one slot).
@@ -210,7 +210,7 @@ impl Hdu {
             // never sees the previous batch's DONE.
             self.assert_registers(mem);
         }
-        let _ = mem.store64(self.reg(HDU_REG_START), 0);
+        let _ = mem.store64(self.reg(HduReg::Start), 0);
         true
     }
 
@@ -225,8 +225,8 @@ impl Hdu {
         // The generation bit flips only for a batch that passes the checks below: a rejected
         // START must not give the next queued batch the running batch's key.
         let key = self.next_key;
-        let nreqs = mem.load64(self.reg(HDU_REG_NREQS)).unwrap_or(0) as u32;
-        let reqbuf = mem.load64(self.reg(HDU_REG_REQBUF)).unwrap_or(0);
+        let nreqs = mem.load64(self.reg(HduReg::Nreqs)).unwrap_or(0) as u32;
+        let reqbuf = mem.load64(self.reg(HduReg::Reqbuf)).unwrap_or(0);
         let mut b = Batch {
             nreqs,
             reqbuf,
@@ -242,9 +242,12 @@ impl Hdu {
             key,
         };
         if self.rev.has_status() {
-            b.statusbuf = mem.load64(self.reg(HDU_REG_STATUSBUF)).unwrap_or(0);
+            b.statusbuf = mem.load64(self.reg(HduReg::Statusbuf)).unwrap_or(0);
             if let Some(p) = self.privileged {
-                b.window = (mem.load64(p + HDU_PRIV_DMA_BASE as u64).unwrap_or(0), mem.load64(p + HDU_PRIV_DMA_LIMIT as u64).unwrap_or(0));
+                b.window = (
+                    mem.load64(p + HduPrivReg::DmaBase.offset() as u64).unwrap_or(0),
+                    mem.load64(p + HduPrivReg::DmaLimit.offset() as u64).unwrap_or(0),
+                );
             }
             if let Err(window) = self.check_batch(mem, &b) {
                 self.errors += 1;
@@ -487,7 +490,7 @@ impl Hdu {
 
     fn poll_ctrl(&mut self, mem: &GuestMem) -> bool {
         let Some(p) = self.privileged else { return false };
-        let Ok(ctrl) = mem.load64(p + HDU_PRIV_CTRL as u64) else { return false };
+        let Ok(ctrl) = mem.load64(p + HduPrivReg::Ctrl.offset() as u64) else { return false };
         if ctrl & HDU_CTRL_RESET == 0 || matches!(self.state, State::Resetting { .. }) {
             return false;
         }
@@ -557,7 +560,7 @@ impl Hdu {
         self.pstatus = 0;
         self.stats.resets += 1;
         if let Some(p) = self.privileged {
-            let _ = mem.store64(p + HDU_PRIV_CTRL as u64, 0);
+            let _ = mem.store64(p + HduPrivReg::Ctrl.offset() as u64, 0);
         }
         true
     }

@@ -85,7 +85,7 @@ impl Controller {
             return Err(dnr(sc::FEATURE_NOT_SAVEABLE));
         }
         let v = sqe.cdw11();
-        match (sqe.cdw10() & 0xff) as u8 {
+        match sqe.feature_id() {
             feat::ARBITRATION => {
                 self.arbitration = v & 0xffff_ff07;
                 Ok(0)
@@ -112,7 +112,7 @@ impl Controller {
     }
 
     fn num_queues_dw0(&self) -> u32 {
-        u32::from(self.nsq - 1) | (u32::from(self.ncq - 1) << 16)
+        num_queues(u32::from(self.nsq), u32::from(self.ncq))
     }
 
     fn get_features(&mut self, sqe: &Sqe) -> Result<u32, u16> {
@@ -125,7 +125,7 @@ impl Controller {
             return Err(dnr(sc::INVALID_FIELD));
         }
         let default = sel == 1;
-        match (sqe.cdw10() & 0xff) as u8 {
+        match sqe.feature_id() {
             feat::ARBITRATION => Ok(if default { 0 } else { self.arbitration }),
             feat::VOLATILE_WC => Ok(u32::from(default || self.vwc)),
             feat::NUM_QUEUES => Ok(if default {
@@ -138,8 +138,8 @@ impl Controller {
         }
     }
 
-    fn queue_size(&self, cdw10: u32) -> Result<u32, u16> {
-        let size = (cdw10 >> 16) + 1;
+    fn queue_size(&self, sqe: &Sqe) -> Result<u32, u16> {
+        let size = sqe.queue_entries();
         if size < 2 || size > self.cfg.max_queue_entries {
             return Err(dnr(sc::INVALID_QSIZE));
         }
@@ -147,11 +147,11 @@ impl Controller {
     }
 
     fn create_cq(&mut self, mem: &GuestMem, sqe: &Sqe) -> Result<u32, u16> {
-        let qid = (sqe.cdw10() & 0xffff) as u16;
+        let qid = sqe.queue_id();
         if qid == 0 || qid > self.ncq || self.cqs.get(usize::from(qid)).is_none_or(|q| q.is_some()) {
             return Err(dnr(sc::INVALID_QID));
         }
-        let size = self.queue_size(sqe.cdw10())?;
+        let size = self.queue_size(sqe)?;
         if sqe.cdw11() & 1 == 0 {
             return Err(dnr(sc::INVALID_FIELD)); // CAP.CQR: physically contiguous only
         }
@@ -167,7 +167,7 @@ impl Controller {
     }
 
     fn create_sq(&mut self, mem: &GuestMem, sqe: &Sqe) -> Result<u32, u16> {
-        let qid = (sqe.cdw10() & 0xffff) as u16;
+        let qid = sqe.queue_id();
         let cdw11 = sqe.cdw11();
         let cqid = (cdw11 >> 16) as u16;
         if qid == 0 || qid > self.nsq || self.sqs.get(usize::from(qid)).is_none_or(|q| q.is_some()) {
@@ -176,7 +176,7 @@ impl Controller {
         if cqid == 0 || self.cqs.get(usize::from(cqid)).is_none_or(|q| q.is_none()) {
             return Err(dnr(sc::CQ_INVALID));
         }
-        let size = self.queue_size(sqe.cdw10())?;
+        let size = self.queue_size(sqe)?;
         if cdw11 & 1 == 0 {
             return Err(dnr(sc::INVALID_FIELD));
         }
@@ -194,7 +194,7 @@ impl Controller {
     }
 
     fn delete_sq(&mut self, mem: &GuestMem, sqe: &Sqe) -> Result<u32, u16> {
-        let qid = (sqe.cdw10() & 0xffff) as u16;
+        let qid = sqe.queue_id();
         if qid == 0 || self.sqs.get(usize::from(qid)).is_none_or(|q| q.is_none()) {
             return Err(dnr(sc::INVALID_QID));
         }
@@ -204,7 +204,7 @@ impl Controller {
     }
 
     fn delete_cq(&mut self, _mem: &GuestMem, sqe: &Sqe) -> Result<u32, u16> {
-        let qid = (sqe.cdw10() & 0xffff) as u16;
+        let qid = sqe.queue_id();
         if qid == 0 || self.cqs.get(usize::from(qid)).is_none_or(|q| q.is_none()) {
             return Err(dnr(sc::INVALID_QID));
         }

@@ -190,14 +190,8 @@ impl Controller {
 
     /// CAP register value.
     pub fn cap(&self) -> u64 {
-        let mqes = u64::from(self.cfg.max_queue_entries.clamp(2, 65536) - 1);
-        mqes
-            | (1 << 16) // CQR: contiguous queues required
-            | (1 << 17) // AMS: weighted round robin with urgent priority class
-            | (u64::from(self.cfg.timeout_500ms) << 24)
-            // DSTRD = 0 (bits 35:32), NSSRS = 0
-            | (1 << 37) // CSS: NVM command set
-                        // MPSMIN = MPSMAX = 0 (4 KiB pages)
+        // Contiguous queues required, WRR with urgent class, NVM command set; DSTRD = 0, 4 KiB pages.
+        cap_encode(self.cfg.max_queue_entries, self.cfg.timeout_500ms, CAP_CQR | CAP_AMS_WRR | CAP_CSS_NVM)
     }
 
     pub(crate) fn cc_value(&self) -> u32 {

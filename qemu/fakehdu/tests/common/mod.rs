@@ -4,7 +4,7 @@
 
 use directnvm_abi::*;
 use fakehdu::nvme::spec::{cq_doorbell, sq_doorbell, Cqe, Sqe};
-use fakehdu::test_support::{self, BringUp, HostNvme, Identified};
+use fakehdu::test_support::{self, bringup, Controller, ModelHost, NvmeConfig, NvmeError};
 use fakehdu::{Config, Device, GuestMem, TimingMode};
 
 /// Carve-out layout used by the tests (the first 64 KiB belong to the admin bring-up).
@@ -26,39 +26,56 @@ pub fn device_with(rev: u32, timing: TimingMode, f: impl FnOnce(&mut Config)) ->
     Device::new(cfg).expect("device")
 }
 
-/// Admin bring-up of every engine queue, stepping the device while waiting.
-pub fn bring_up(dev: &mut Device) -> Identified {
-    let board = dev.board.clone();
-    let mut p = BringUp::for_board(&board);
-    p.engines = dev.hdus[0].engines().len() as u32;
-    bring_up_with(dev, &p).0
-}
-
-/// Bring-up; also returns the host so tests can go on using its admin queue.
-pub fn bring_up_with(dev: &mut Device, p: &BringUp) -> (Identified, HostNvme) {
-    let board = dev.board.clone();
-    let mut host = HostNvme::new(&dev.mem, &board);
-    let id = host
-        .bring_up(
-            &mut || {
-                dev.run_until_idle(10_000);
-            },
-            &board,
-            p,
-        )
-        .expect("bring-up");
-    (id, host)
-}
-
-/// One admin command on `host`, stepping `dev`.
-pub fn admin(dev: &mut Device, host: &mut HostNvme, sqe: Sqe) -> Cqe {
-    host.admin(
-        &mut || {
+/// A host over `dev`'s controller and the test admin region; every wait steps `dev`.
+pub fn with_host<R>(dev: &mut Device, f: impl FnOnce(&ModelHost) -> R) -> R {
+    let (mem, board) = (dev.mem.clone(), dev.board.clone());
+    let host = ModelHost::for_board(
+        &mem,
+        &board,
+        Box::new(|_| {
             dev.run_until_idle(10_000);
-        },
-        sqe,
-    )
-    .expect("admin")
+        }),
+    );
+    f(&host)
+}
+
+/// The kernel's admin bring-up of every engine queue, stepping the device while waiting.
+pub fn bring_up(dev: &mut Device) -> Controller {
+    let engines = dev.hdus[0].engines().len() as u32;
+    bring_up_with(dev, |c| c.engines = engines)
+}
+
+/// Bring-up with the board's configuration changed by `f`; tests go on using the returned
+/// controller's admin queue.
+pub fn bring_up_with(dev: &mut Device, f: impl FnOnce(&mut NvmeConfig)) -> Controller {
+    let mut cfg = test_support::nvme_config(&dev.board);
+    f(&mut cfg);
+    with_host(dev, |h| bringup::bring_up(h, cfg)).expect("bring-up")
+}
+
+/// Bring-up of one host-side engine queue pair (HDU 0), round robin unless `wrr`, asking for
+/// 16 I/O queues so tests can create their own.
+pub fn bring_up_host_queues(dev: &mut Device, wrr: bool) -> Controller {
+    bring_up_with(dev, |c| {
+        (c.cores, c.engines, c.io_queue_depth, c.allow_wrr, c.extra_queues) = (1, 1, 32, wrr, 15);
+    })
+}
+
+/// One admin command on `ctrl`, stepping `dev`: its completion (DW0 on success, else the
+/// status field).
+pub fn admin(dev: &mut Device, ctrl: &mut Controller, sqe: Sqe) -> Cqe {
+    match with_host(dev, |h| ctrl.admin(h, sqe)) {
+        Ok(dw0) => Cqe { dw0, ..Cqe::default() },
+        Err(NvmeError::Status { status, .. }) => Cqe { status, ..Cqe::default() },
+        Err(e) => panic!("admin opcode {:#x}: {e:?}", sqe.opcode),
+    }
+}
+
+/// Admin command that must succeed; its DW0.
+pub fn admin_ok(dev: &mut Device, ctrl: &mut Controller, sqe: Sqe) -> u32 {
+    let c = admin(dev, ctrl, sqe);
+    assert_eq!(c.status, 0, "admin opcode {:#x}", sqe.opcode);
+    c.dw0
 }
 
 /// Rev 2 DMA window = the carve-out, on every HDU.
@@ -129,20 +146,12 @@ pub struct IoQ {
 }
 
 impl IoQ {
-    pub fn create(dev: &mut Device, host: &mut HostNvme, qid: u16, base: u64, depth: u32, qprio: u32) -> IoQ {
+    pub fn create(dev: &mut Device, ctrl: &mut Controller, qid: u16, base: u64, depth: u32, qprio: u32) -> IoQ {
         let bar = dev.board.nvme_bar;
         let (sq, cq) = (base, base + 0x10000);
-        host.create_queue_pair(
-            &mut || {
-                dev.run_until_idle(10_000);
-            },
-            qid,
-            sq,
-            cq,
-            depth,
-            qprio,
-        )
-        .expect("create queue pair");
+        dev.mem.fill(cq, u64::from(depth) * 16, 0).unwrap();
+        admin_ok(dev, ctrl, Sqe::create_io_cq(qid, depth, cq));
+        admin_ok(dev, ctrl, Sqe::create_io_sq(qid, depth, qprio, sq));
         IoQ { qid, sq, cq, depth, tail: 0, head: 0, phase: true, bar }
     }
 

@@ -74,11 +74,11 @@ impl Handle {
         // SAFETY: `regs` is the mapped HDU page.
         unsafe {
             if self.nreqs_reg != u64::from(n) {
-                mmio::wr(self.regs, HDU_REG_NREQS, u64::from(n));
+                mmio::wr(self.regs, HduReg::Nreqs, u64::from(n));
                 self.nreqs_reg = u64::from(n);
             }
             mmio::before_start();
-            mmio::wr(self.regs, HDU_REG_START, HDU_START_GO);
+            mmio::wr(self.regs, HduReg::Start, HDU_START_GO);
         }
         self.stats.batches += 1;
         self.stats.entries += u64::from(n);
@@ -105,7 +105,7 @@ impl Handle {
             return false;
         }
         // SAFETY: `regs` is the mapped HDU page.
-        unsafe { mmio::rd(self.regs, HDU_REG_DONE) & HDU_QUEUED_BIT == 0 }
+        unsafe { mmio::rd(self.regs, HduReg::Done) & HDU_QUEUED_BIT == 0 }
     }
 
     /// START queue: forget the oldest batches whose requests all completed from their status
@@ -132,12 +132,12 @@ impl Handle {
             if !*seen {
                 // The model clears DONE before START; the RTL's START always reads 0 and DONE
                 // clears 2 cycles after the write (docs/hardware.md §7.3).
-                if mmio::rd(self.regs, HDU_REG_START) != 0 {
+                if mmio::rd(self.regs, HduReg::Start) != 0 {
                     return false;
                 }
                 *seen = true;
             }
-            mmio::rd(self.regs, HDU_REG_DONE) & HDU_DONE_BIT != 0
+            mmio::rd(self.regs, HduReg::Done) & HDU_DONE_BIT != 0
         }
     }
 }

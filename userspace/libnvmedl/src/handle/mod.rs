@@ -316,9 +316,9 @@ impl Handle {
         }
         // SAFETY: `regs` is the mapped HDU page; offsets are ABI register offsets.
         unsafe {
-            mmio::wr(self.regs, HDU_REG_REQBUF, reqbuf);
+            mmio::wr(self.regs, HduReg::Reqbuf, reqbuf);
             if self.revision.has_status() {
-                mmio::wr(self.regs, HDU_REG_STATUSBUF, self.status_bus + u64::from(base) * 4);
+                mmio::wr(self.regs, HduReg::Statusbuf, self.status_bus + u64::from(base) * 4);
             }
         }
         self.reqbuf_reg = reqbuf;

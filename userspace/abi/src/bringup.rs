@@ -1,20 +1,22 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
-//! NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust.
-//!
-//! The kernel module runs it against the controller's BAR window and the admin region of the
-//! carve-out; the userspace in-process backend (host tests against the device model) includes
-//! the same file, so there is one implementation of the admin protocol. Every wait is bounded
-//! by CAP.TO; every failure returns an `NvmeError` naming the step and the NVMe status.
+// NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust, over an `NvmeHost`
+// trait; `include!`d by abi.rs as module `bringup`.
+//
+// directnvm.ko runs it against the controller's BAR window and the admin region of the
+// carve-out (its host is the kshim-backed `Host` of directnvm_main.rs); the test hosts (the
+// in-process backend and fakehdu's test_support, over the model's guest memory) run the same
+// code, so there is one NVMe host in the tree. Every wait is bounded by CAP.TO; every failure
+// returns an `NvmeError` naming the step and the NVMe status.
 
-use crate::abi::{
+use super::{
     dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET,
     DNVM_QWIN_QUEUE_STRIDE, DNVM_QWIN_SQ_OFFSET,
 };
 
-// NVMe spec numbers: one copy, in the shared ABI (also used by the controller model).
-use crate::abi::nvme::{
-    admin as opc, feat as fid, reg, CAP_AMS_WRR, CC_AMS_SHIFT, CC_AMS_WRR, CC_EN, CC_IOQES, CC_SHN_NORMAL, CC_SHN_SHIFT, CQE_SIZE,
-    CSTS_CFS, CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, SQE_SIZE,
+// The NVMe encodings (SQE, CQE, Identify, register fields): one copy, the `nvme` module.
+use super::nvme::{
+    self as spec, admin as opc, feat as fid, id_ctrl, id_ns, reg, Cqe, Sqe, CAP_AMS_WRR, CC_EN, CC_SHN_NORMAL, CQE_DW3, CQE_SIZE, CSTS_CFS,
+    CSTS_RDY, CSTS_SHST_COMPLETE, CSTS_SHST_MASK, IDENTIFY_SIZE, SQE_SIZE,
 };
 
 /// Entries in each admin queue (matches the admin region layout: one page each).
@@ -90,6 +92,12 @@ pub struct Config {
     pub admin_cq_off: usize,
     /// See `admin_sq_off`.
     pub admin_data_off: usize,
+    /// Use weighted round robin with urgent class when CAP.AMS offers it (the drivers: true;
+    /// false keeps round robin, for tests of the controller model).
+    pub allow_wrr: bool,
+    /// I/O queue pairs to ask for beyond the engines' `cores * engines` (the drivers: 0; tests
+    /// create host queues of their own with them).
+    pub extra_queues: u32,
 }
 
 /// One entry of the admin command log (debugfs).
@@ -108,7 +116,7 @@ pub struct LogEntry {
 /// Entries kept in the admin command log: the whole bring-up of the largest configuration
 /// (2 Identify, Number of Queues, Arbitration, and a Create CQ + SQ for each of
 /// `DNVM_MAX_CORES` x `DNVM_MAX_ENGINES` queue pairs), plus room for later commands.
-pub const LOG_ENTRIES: usize = 4 + 2 * crate::abi::DNVM_MAX_CORES * crate::abi::DNVM_MAX_ENGINES + 12;
+pub const LOG_ENTRIES: usize = 4 + 2 * super::DNVM_MAX_CORES * super::DNVM_MAX_ENGINES + 12;
 
 /// State of an enabled controller.
 #[derive(Clone, Copy, Debug)]
@@ -135,6 +143,8 @@ pub struct Controller {
     pub arbitration: DnvmArbitration,
     /// I/O queue pairs created.
     pub io_queues: u32,
+    /// Set Features Number of Queues reply (NSQA | NCQA << 16, both 0's based).
+    pub num_queues: u32,
     /// Admin commands issued / failed.
     pub commands: u64,
     /// Admin commands that failed.
@@ -200,32 +210,9 @@ fn wait_csts<H: NvmeHost>(h: &H, mask: u32, want: u32, timeout_ms: u32, step: &'
     }
 }
 
-/// A 64-byte admin command.
-#[derive(Clone, Copy, Default)]
-struct Sqe {
-    opcode: u8,
-    nsid: u32,
-    prp1: u64,
-    cdw10: u32,
-    cdw11: u32,
-}
-
-impl Sqe {
-    fn bytes(&self, cid: u16) -> [u8; SQE_SIZE] {
-        let mut b = [0u8; SQE_SIZE];
-        b[0] = self.opcode;
-        b[2..4].copy_from_slice(&cid.to_le_bytes());
-        b[4..8].copy_from_slice(&self.nsid.to_le_bytes());
-        b[24..32].copy_from_slice(&self.prp1.to_le_bytes());
-        b[40..44].copy_from_slice(&self.cdw10.to_le_bytes());
-        b[44..48].copy_from_slice(&self.cdw11.to_le_bytes());
-        b
-    }
-}
-
 impl Controller {
     fn doorbell(&self, qid: u16, cq: bool) -> usize {
-        reg::DOORBELL + ((2 * qid as usize + cq as usize) * (4usize << self.dstrd))
+        spec::doorbell(qid, cq, self.dstrd)
     }
 
     fn record(&mut self, e: LogEntry) {
@@ -236,12 +223,14 @@ impl Controller {
         }
     }
 
-    /// Submit one admin command and wait for its completion; returns CQE DW0.
-    fn admin<H: NvmeHost>(&mut self, h: &H, cmd: Sqe) -> Result<u32, NvmeError> {
+    /// Submit one admin command and wait for its completion; returns CQE DW0, or
+    /// `NvmeError::Status` with the completion's status field.
+    pub fn admin<H: NvmeHost>(&mut self, h: &H, mut cmd: Sqe) -> Result<u32, NvmeError> {
         let cid = self.next_cid;
         self.next_cid = self.next_cid.wrapping_add(1);
+        cmd.cid = cid;
         let slot = self.cfg.admin_sq_off + self.sq_tail as usize * SQE_SIZE;
-        h.mem_write(slot, &cmd.bytes(cid))?;
+        h.mem_write(slot, &cmd.to_bytes())?;
         self.sq_tail = (self.sq_tail + 1) % ADMIN_ENTRIES;
         h.wr32(self.doorbell(0, false), self.sq_tail as u32)?;
 
@@ -250,14 +239,14 @@ impl Controller {
         let mut cqe = [0u8; CQE_SIZE];
         loop {
             let mut dw3 = [0u8; 4];
-            h.mem_read(cqe_off + 12, &mut dw3)?;
-            if (u32::from_le_bytes(dw3) >> 16) & 1 == self.phase as u32 {
+            h.mem_read(cqe_off + CQE_DW3, &mut dw3)?;
+            if spec::cqe_phase(u32::from_le_bytes(dw3)) == self.phase {
                 h.read_barrier();
                 h.mem_read(cqe_off, &mut cqe)?;
                 break;
             }
             if waited_us >= self.timeout_ms as u64 * 1000 {
-                self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10, status: 0xffff });
+                self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10(), status: 0xffff });
                 return Err(NvmeError::Timeout("admin command"));
             }
             // Admin commands are rare: poll quickly at first, then back off.
@@ -270,23 +259,21 @@ impl Controller {
             self.phase = !self.phase;
         }
         h.wr32(self.doorbell(0, true), self.cq_head as u32)?;
-        let dw0 = u32::from_le_bytes([cqe[0], cqe[1], cqe[2], cqe[3]]);
-        let dw3 = u32::from_le_bytes([cqe[12], cqe[13], cqe[14], cqe[15]]);
-        let status = (dw3 >> 17) as u16;
-        self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10, status });
-        if dw3 as u16 != cid {
+        let (cqe, _) = Cqe::decode(&cqe);
+        self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10(), status: cqe.status });
+        if cqe.cid != cid {
             return Err(NvmeError::BadCompletion);
         }
-        if status != 0 {
-            return Err(NvmeError::Status { opcode: cmd.opcode, status });
+        if cqe.status != 0 {
+            return Err(NvmeError::Status { opcode: cmd.opcode, status: cqe.status });
         }
-        Ok(dw0)
+        Ok(cqe.dw0)
     }
 
     fn identify<H: NvmeHost>(&mut self, h: &H, cns: u32, nsid: u32) -> Result<(), NvmeError> {
         let prp1 = h.mem_bus() + self.cfg.admin_data_off as u64;
-        h.mem_write(self.cfg.admin_data_off, &[0u8; 4096])?;
-        self.admin(h, Sqe { opcode: opc::IDENTIFY, nsid, prp1, cdw10: cns, cdw11: 0 })?;
+        h.mem_write(self.cfg.admin_data_off, &[0u8; IDENTIFY_SIZE])?;
+        self.admin(h, Sqe::identify(cns, nsid, prp1))?;
         Ok(())
     }
 
@@ -299,8 +286,7 @@ impl Controller {
         if !arbitration_valid(&a) {
             return Err(NvmeError::BadConfig("arbitration burst 0..7, weights 0..255"));
         }
-        let cdw11 = a.burst | (a.low << 8) | (a.medium << 16) | (a.high << 24);
-        self.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::ARBITRATION as u32, cdw11, ..Sqe::default() })?;
+        self.admin(h, Sqe::set_features(fid::ARBITRATION, spec::arbitration(a.burst, a.low, a.medium, a.high)))?;
         self.arbitration = a;
         Ok(())
     }
@@ -319,14 +305,14 @@ impl Controller {
         let mut first_err = None;
         for q in (1..=self.io_queues as u16).rev() {
             for op in [opc::DELETE_SQ, opc::DELETE_CQ] {
-                if let Err(e) = self.admin(h, Sqe { opcode: op, cdw10: q as u32, ..Sqe::default() }) {
+                if let Err(e) = self.admin(h, Sqe::new(op, q as u32, 0)) {
                     first_err.get_or_insert(e);
                 }
             }
         }
         self.io_queues = 0;
         let cc = h.rd32(reg::CC)?;
-        h.wr32(reg::CC, (cc & !(3 << CC_SHN_SHIFT)) | (CC_SHN_NORMAL << CC_SHN_SHIFT))?;
+        h.wr32(reg::CC, spec::cc_with_shn(cc, CC_SHN_NORMAL))?;
         wait_csts(h, CSTS_SHST_MASK, CSTS_SHST_COMPLETE, self.timeout_ms, "shutdown")?;
         h.wr32(reg::CC, 0)?;
         wait_csts(h, CSTS_RDY, 0, self.timeout_ms, "disable after shutdown")?;
@@ -339,36 +325,27 @@ pub fn arbitration_valid(a: &DnvmArbitration) -> bool {
     a.burst <= 7 && a.high <= 255 && a.medium <= 255 && a.low <= 255
 }
 
-fn trim_ascii(b: &mut [u8]) {
-    for c in b.iter_mut() {
-        if !(0x20..0x7f).contains(c) {
-            *c = b' ';
-        }
-    }
-}
-
-/// Reset the controller, set up the admin queues, identify it, create one I/O queue pair per
-/// engine (QID `dnvm_qid`, QPRIO `dnvm_engine_qprio`) and program the default arbitration.
-pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
+/// Reset the controller (disable, wait for CSTS.RDY = 0), set up the admin queues and enable
+/// it (arbitration WRR if CAP.AMS offers it and `cfg.allow_wrr`): a controller ready for admin
+/// commands, with no I/O queues and features at their defaults.
+pub fn enable<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
     let cap = rd64(h, reg::CAP)?;
     if cap == 0 || cap == u64::MAX {
         return Err(NvmeError::NoController);
     }
-    let timeout_ms = (((cap >> 24) & 0xff) as u32).max(1) * 500;
-    let mqes = (cap & 0xffff) as u32 + 1;
-    let dstrd = ((cap >> 32) & 0xf) as u32;
-    let mpsmin = (cap >> 48) & 0xf;
-    if mpsmin != 0 {
+    let timeout_ms = spec::cap_timeout_ms(cap);
+    let mqes = spec::cap_max_entries(cap);
+    let dstrd = spec::cap_dstrd(cap);
+    if spec::cap_mpsmin(cap) != 0 {
         return Err(NvmeError::BadConfig("controller does not support 4 KiB pages"));
     }
     if cfg.io_queue_depth < 2 || cfg.io_queue_depth > mqes {
         return Err(NvmeError::BadConfig("io-queue-depth outside 2..=CAP.MQES+1"));
     }
-    let nqueues = cfg.cores * cfg.engines;
-    if (nqueues as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
+    if ((cfg.cores * cfg.engines) as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
         return Err(NvmeError::BadConfig("queue-window too small for cores x engines queue pairs"));
     }
-    let wrr = cap & CAP_AMS_WRR != 0;
+    let wrr = cfg.allow_wrr && cap & CAP_AMS_WRR != 0;
 
     // Disable and wait for RDY = 0.
     let cc = h.rd32(reg::CC)?;
@@ -377,19 +354,17 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     }
     wait_csts(h, CSTS_RDY, 0, timeout_ms, "disable (CSTS.RDY=0)")?;
 
-    h.mem_write(cfg.admin_sq_off, &[0u8; 4096])?;
-    h.mem_write(cfg.admin_cq_off, &[0u8; 4096])?;
-    let aq = (ADMIN_ENTRIES - 1) as u32;
-    h.wr32(reg::AQA, aq | (aq << 16))?;
+    h.mem_write(cfg.admin_sq_off, &[0u8; ADMIN_ENTRIES as usize * SQE_SIZE])?;
+    h.mem_write(cfg.admin_cq_off, &[0u8; ADMIN_ENTRIES as usize * CQE_SIZE])?;
+    h.wr32(reg::AQA, spec::aqa(ADMIN_ENTRIES as u32))?;
     wr64(h, reg::ASQ, h.mem_bus() + cfg.admin_sq_off as u64)?;
     wr64(h, reg::ACQ, h.mem_bus() + cfg.admin_cq_off as u64)?;
     h.wr32(reg::INTMS, u32::MAX)?;
     // 64 B SQEs, 16 B CQEs, MPS = 0 (4 KiB), CSS = NVM, EN.
-    let ams = if wrr { CC_AMS_WRR << CC_AMS_SHIFT } else { 0 };
-    h.wr32(reg::CC, CC_IOQES | ams | CC_EN)?;
+    h.wr32(reg::CC, spec::cc_enable(wrr))?;
     wait_csts(h, CSTS_RDY, CSTS_RDY, timeout_ms, "enable (CSTS.RDY=1)")?;
 
-    let mut c = Controller {
+    Ok(Controller {
         cap,
         vs: h.rd32(reg::VS)?,
         wrr,
@@ -410,38 +385,47 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
         cq_head: 0,
         phase: true,
         next_cid: 0,
+        num_queues: 0,
         cfg,
-    };
+    })
+}
+
+/// Reset the controller, set up the admin queues, identify it, create one I/O queue pair per
+/// engine (QID `dnvm_qid`, QPRIO `dnvm_engine_qprio`) and program the default arbitration.
+pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> {
+    let mut c = enable(h, cfg)?;
+    let nqueues = cfg.cores * cfg.engines;
+    let wrr = c.wrr;
 
     // Identify controller.
     c.identify(h, 1, 0)?;
-    let mut serial = [0u8; 20];
-    c.data(h, 4, &mut serial)?;
-    let mut model = [0u8; 40];
-    c.data(h, 24, &mut model)?;
-    let mut fw = [0u8; 8];
-    c.data(h, 64, &mut fw)?;
-    trim_ascii(&mut serial);
-    trim_ascii(&mut model);
-    trim_ascii(&mut fw);
+    let mut serial = [0u8; id_ctrl::SN_LEN];
+    c.data(h, id_ctrl::SN, &mut serial)?;
+    let mut model = [0u8; id_ctrl::MN_LEN];
+    c.data(h, id_ctrl::MN, &mut model)?;
+    let mut fw = [0u8; id_ctrl::FR_LEN];
+    c.data(h, id_ctrl::FR, &mut fw)?;
+    spec::ascii_clean(&mut serial);
+    spec::ascii_clean(&mut model);
+    spec::ascii_clean(&mut fw);
     c.serial = serial;
     c.model = model;
     c.firmware = fw;
     let mut mdts = [0u8; 1];
-    c.data(h, 77, &mut mdts)?;
-    c.max_transfer = if mdts[0] == 0 || mdts[0] > 20 { 0 } else { 4096u32 << mdts[0] };
+    c.data(h, id_ctrl::MDTS, &mut mdts)?;
+    c.max_transfer = spec::mdts_bytes(mdts[0]);
 
     // Identify namespace 1: the engines address 512-byte LBAs without metadata.
     c.identify(h, 0, 1)?;
     let mut nsze = [0u8; 8];
-    c.data(h, 0, &mut nsze)?;
+    c.data(h, id_ns::NSZE, &mut nsze)?;
     let mut flbas = [0u8; 1];
-    c.data(h, 26, &mut flbas)?;
+    c.data(h, id_ns::FLBAS, &mut flbas)?;
     let mut lbaf = [0u8; 4];
-    c.data(h, 128 + 4 * (flbas[0] & 0xf) as usize, &mut lbaf)?;
+    c.data(h, spec::id_ns_lbaf(flbas[0]), &mut lbaf)?;
     let lbaf = u32::from_le_bytes(lbaf);
-    let lbads = (lbaf >> 16) & 0xff;
-    let ms = lbaf & 0xffff;
+    let lbads = spec::lbaf_lbads(lbaf);
+    let ms = spec::lbaf_ms(lbaf);
     if lbads != 9 || ms != 0 || 1u32 << lbads != DNVM_LBA_SIZE {
         return Err(NvmeError::BadLbaFormat);
     }
@@ -449,9 +433,9 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     c.lba_size = DNVM_LBA_SIZE;
 
     // Number of queues (0-based in both halves).
-    let want = nqueues - 1;
-    let got = c.admin(h, Sqe { opcode: opc::SET_FEATURES, cdw10: fid::NUM_QUEUES as u32, cdw11: want | (want << 16), ..Sqe::default() })?;
-    let granted = ((got & 0xffff).min(got >> 16)) + 1;
+    let want = nqueues + cfg.extra_queues;
+    c.num_queues = c.admin(h, Sqe::set_features(fid::NUM_QUEUES, spec::num_queues(want, want)))?;
+    let granted = spec::num_queues_granted(c.num_queues);
     if granted < nqueues {
         return Err(NvmeError::TooFewQueues(granted));
     }
@@ -459,17 +443,14 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
         c.set_arbitration(h, DEFAULT_ARBITRATION)?;
     }
 
-    let qsize = cfg.io_queue_depth - 1;
     for hdu in 0..cfg.cores {
         for e in 0..cfg.engines {
             let qid = dnvm_qid(hdu, e, cfg.engines);
             let slot = cfg.queue_window_base + (qid as u64 - 1) * DNVM_QWIN_QUEUE_STRIDE;
-            let cdw10 = (qsize << 16) | qid as u32;
             // CQ: physically contiguous, interrupts off (the engines poll).
-            c.admin(h, Sqe { opcode: opc::CREATE_CQ, prp1: slot + DNVM_QWIN_CQ_OFFSET, cdw10, cdw11: 1, ..Sqe::default() })?;
+            c.admin(h, Sqe::create_io_cq(qid, cfg.io_queue_depth, slot + DNVM_QWIN_CQ_OFFSET))?;
             let qprio = if wrr { dnvm_engine_qprio(e, cfg.engines) } else { 0 };
-            let cdw11 = ((qid as u32) << 16) | (qprio << 1) | 1;
-            c.admin(h, Sqe { opcode: opc::CREATE_SQ, prp1: slot + DNVM_QWIN_SQ_OFFSET, cdw10, cdw11, ..Sqe::default() })?;
+            c.admin(h, Sqe::create_io_sq(qid, cfg.io_queue_depth, qprio, slot + DNVM_QWIN_SQ_OFFSET))?;
             c.io_queues += 1;
         }
     }
