@@ -75,8 +75,8 @@ impl Handle {
             deadline_ns: r.deadline.map_or(u64::MAX, |d| self.now_ns().saturating_add(d.as_nanos() as u64)),
             tenant: s.info.tenant,
         };
-        if self.tenants.is_some() {
-            // Tenant latency counts from submit on the coarse clock; the first request of a
+        if self.tenants.is_some() || self.depth_ctl.is_some() {
+            // Tenant and depth-controller latency count from submit on the coarse clock; the first request of a
             // busy period reads the clock (one read per busy period), later ones reuse the
             // last reading (taken at every batch START and completing poll).
             if self.pending() == 0 {
