@@ -214,7 +214,7 @@ mod tests {
         assert!(again.samples.iter().take(10).any(|s| (s.limit as f64) > levels[1] * 1.2), "{:?}", &again.samples[..10]);
     }
 
-    /// The frontier table of docs/qos.md §1 (`cargo test -p nvmedl --lib frontier -- --ignored
+    /// The frontier table of docs/qos.md §1 (`cargo test -p libnvmedl --lib frontier -- --ignored
     /// --nocapture`).
     #[test]
     #[ignore]
