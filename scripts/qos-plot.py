@@ -131,8 +131,8 @@ def tiers(runs, out, md):
         return
     fig, axes = plt.subplots(2, len(runs), figsize=(5 * len(runs), 6.5), sharex=True, squeeze=False)
     md.append("### Two tiers under a background burst\n")
-    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | forced by guard |")
-    md.append("|---|---|---|---|---|---|---|")
+    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | background longest level-1 wait | forced by guard |")
+    md.append("|---|---|---|---|---|---|---|---|")
     for c, (label, r) in enumerate(runs.items()):
         t = [v / 1000 for v in r["t_ms"]]
         top, bg = r["streams"][0], r["streams"][1]
@@ -141,7 +141,9 @@ def tiers(runs, out, md):
             axes[1][c].plot(t, [v if v > 0 else float("nan") for v in s["s_p99_us"]], color=col)
         for a in (axes[0][c], axes[1][c]):
             a.axvspan(r["burst"][0], r["burst"][1], color="#eeeeee")
-        axes[0][c].set_title(label)
+        waits = (r.get("tiers") or {}).get("max_wait_ms")
+        l1 = f"{waits[bg['class']]:.2f} ms" if waits and waits[bg["class"]] > 0 else "-"
+        axes[0][c].set_title(label if l1 == "-" else f"{label} (background's longest level-1 wait {l1})", fontsize=9)
         axes[0][c].set_ylabel("IOPS (100 ms)")
         axes[1][c].set_ylabel("p99 µs (100 ms; gap: no completion)")
         axes[1][c].set_yscale("log")
@@ -152,7 +154,7 @@ def tiers(runs, out, md):
         md.append(
             f"| {label} | {top['solo']['iops']:.0f} → {top['burst']['iops']:.0f} | {100 * share:.1f} % | "
             f"{top['solo']['p99_us']:.0f} → {top['burst']['p99_us']:.0f} | {bg['burst']['iops']:.0f} | "
-            f"{bg['max_gap_ms']:.1f} ms | {forced} |"
+            f"{bg['max_gap_ms']:.1f} ms | {l1} | {forced} |"
         )
     md.append("")
     save(fig, f"{out}/qos-tiers.svg")
