@@ -66,13 +66,32 @@ def mix(runs, out, md):
     if not groups:
         return
     names = list(groups)
-    fig, ax = plt.subplots(1, 3, figsize=(15, 4.2))
+    fig, axs = plt.subplots(2, 2, figsize=(13, 8.4))
+    front, ax = axs[0][0], [axs[0][1], axs[1][0], axs[1][1]]
+    # p99 against throughput: the fixed depths draw the trade-off curve; an adaptive point on
+    # or below it is as good as the best fixed depth of its throughput.
+    for kind, style in (("fixed", "o-"), ("adaptive", "s")):
+        pts = []
+        for n in names:
+            if n.startswith(kind):
+                rs = groups[n]
+                pts.append((statistics.median(r["iops"] for r in rs), statistics.median(r["lat_us"]["p99"] for r in rs) / 1000, n))
+        pts.sort()
+        if pts:
+            front.plot([p[0] for p in pts], [p[1] for p in pts], style, label=kind, ms=6)
+            for x, y, n in pts:
+                front.annotate(n.split("-", 1)[1], (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    front.set_yscale("log")
+    front.set_xlabel("IOPS (median of rounds)")
+    front.set_ylabel("p99 ms (median of rounds)")
+    front.set_title("p99 vs throughput (lower right is better)")
+    front.legend(fontsize=7)
     for i, (key, unit, title) in enumerate((("p99", "µs", "p99 latency"), ("iops", "IOPS", "throughput"))):
         vals = [[(r["lat_us"]["p99"] if key == "p99" else r["iops"]) for r in groups[n]] for n in names]
         ax[i].bar(range(len(names)), [statistics.median(v) for v in vals], color="#9ecae1")
         for x, v in enumerate(vals):
             ax[i].plot([x] * len(v), v, "k.", ms=6)
-        ax[i].set_xticks(range(len(names)), names, rotation=20)
+        ax[i].set_xticks(range(len(names)), names, rotation=30, fontsize=7)
         ax[i].set_ylabel(unit)
         ax[i].set_title(f"{title} (bar: median, dots: rounds)")
         if key == "p99":
@@ -82,7 +101,7 @@ def mix(runs, out, md):
             tr = r["jobs"][0].get("trace", [])
             if n.startswith("adaptive") and tr:
                 ax[2].step([p["t_ms"] / 1000 for p in tr], [p["iodepth"] for p in tr], where="post", label=f"{n} round {k + 1}")
-    for qd in (8, 32, 128):
+    for qd in (8, 16, 32, 64, 128):
         ax[2].axhline(qd, color="grey", lw=0.6, ls=":")
     ax[2].set_yscale("log", base=2)
     ax[2].set_xlabel("s")
@@ -112,8 +131,8 @@ def tiers(runs, out, md):
         return
     fig, axes = plt.subplots(2, len(runs), figsize=(5 * len(runs), 6.5), sharex=True, squeeze=False)
     md.append("### Two tiers under a background burst\n")
-    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | forced by guard |")
-    md.append("|---|---|---|---|---|---|---|")
+    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | background longest level-1 wait | forced by guard |")
+    md.append("|---|---|---|---|---|---|---|---|")
     for c, (label, r) in enumerate(runs.items()):
         t = [v / 1000 for v in r["t_ms"]]
         top, bg = r["streams"][0], r["streams"][1]
@@ -122,7 +141,9 @@ def tiers(runs, out, md):
             axes[1][c].plot(t, [v if v > 0 else float("nan") for v in s["s_p99_us"]], color=col)
         for a in (axes[0][c], axes[1][c]):
             a.axvspan(r["burst"][0], r["burst"][1], color="#eeeeee")
-        axes[0][c].set_title(label)
+        waits = (r.get("tiers") or {}).get("max_wait_ms")
+        l1 = f"{waits[bg['class']]:.2f} ms" if waits and waits[bg["class"]] > 0 else "-"
+        axes[0][c].set_title(label if l1 == "-" else f"{label} (background's longest level-1 wait {l1})", fontsize=9)
         axes[0][c].set_ylabel("IOPS (100 ms)")
         axes[1][c].set_ylabel("p99 µs (100 ms; gap: no completion)")
         axes[1][c].set_yscale("log")
@@ -133,7 +154,7 @@ def tiers(runs, out, md):
         md.append(
             f"| {label} | {top['solo']['iops']:.0f} → {top['burst']['iops']:.0f} | {100 * share:.1f} % | "
             f"{top['solo']['p99_us']:.0f} → {top['burst']['p99_us']:.0f} | {bg['burst']['iops']:.0f} | "
-            f"{bg['max_gap_ms']:.1f} ms | {forced} |"
+            f"{bg['max_gap_ms']:.1f} ms | {l1} | {forced} |"
         )
     md.append("")
     save(fig, f"{out}/qos-tiers.svg")

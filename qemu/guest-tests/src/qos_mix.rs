@@ -212,7 +212,10 @@ fn run(
         }
     }
     h.drain().map_err(|e| format!("drain: {e}"))?;
-    let tiers = h.tier_stats().map(|s| json!({"served": s.served, "forced": s.forced}));
+    let tiers = h.tier_stats().map(|s| {
+        let max_wait_ms: Vec<f64> = s.max_wait_ns.iter().map(|&n| n as f64 / 1e6).collect();
+        json!({"served": s.served, "forced": s.forced, "max_wait_ms": max_wait_ms})
+    });
     let overlap = |a: (f64, f64), b: (f64, f64)| (a.1.min(b.1) - a.0.max(b.0)).max(0.0);
     let per: Vec<Value> = streams
         .iter()

@@ -2,8 +2,8 @@
 //! Issue 17's evidence runs through the tools (`make qos-evidence`, `make qos-advise`):
 //!
 //! * `mix`: `nvmedl-bench` 70/30 random read/write, exponentially distributed sizes (mean
-//!   8 KiB, at most 64 KiB) at fixed depths 8, 32, 128 and with the adaptive controller (upper
-//!   bound 128) at three delay targets, `QOS_REPEAT` rounds (default 2) of `QOS_MIX_SECS`
+//!   8 KiB, at most 64 KiB) at fixed depths 8, 16, 32, 64, 128 and with the adaptive
+//!   controller (upper bound 128) at four delay targets, `QOS_REPEAT` rounds (default 2) of `QOS_MIX_SECS`
 //!   seconds (default 5) each, in interleaved order; the bench's `--trace-ms 100` gives the
 //!   depth over time.
 //! * `advise`: the M/D/1/K validation. The service time D is measured as 1/IOPS of a
@@ -51,14 +51,15 @@ fn emit(exp: &str, label: &str, r: Result<String, String>) -> bool {
 pub fn mix() -> bool {
     let secs = env("QOS_MIX_SECS", 5);
     let repeat = env("QOS_REPEAT", 2);
-    // The library's default target (50 µs) and two targets above the non-queueing spread of
-    // the SSD model's service times (`make qos-evidence` runs it at 12/6 MB/s: 2.7 ms per
-    // page and channel, so a 4 KiB read takes 2.8 ms and a 64 KiB write 11 ms unqueued).
-    let targets = [env("QOS_TARGET_US", 50), env("QOS_TARGET2_US", 2000), env("QOS_TARGET3_US", 5000)];
+    // The library's default target (50 µs: no queueing to speak of on this device) and three
+    // targets in the range of its service times (`make qos-evidence` runs the SSD model at
+    // 12/6 MB/s: 2.7 ms per page and channel, so a 4 KiB read takes 2.8 ms and a 64 KiB write
+    // 11 ms unqueued; fixed QD8 queues ~10 ms, QD128 ~150 ms).
+    let targets = [env("QOS_TARGET_US", 50), env("QOS_TARGET2_US", 5_000), env("QOS_TARGET3_US", 20_000), env("QOS_TARGET4_US", 50_000)];
     let common = format!("--rw mixed --rwmix 70 --bs 8k --bs-dist exp --bs-max 64k --cores 0 --size 256M --trace-ms 100 --runtime {secs}");
     let mut ok = true;
     for round in 1..=repeat {
-        for qd in [8, 32, 128] {
+        for qd in [8, 16, 32, 64, 128] {
             ok &= emit("mix", &format!("fixed-{qd}/{round}"), bench(&format!("{common} --iodepth {qd}")));
         }
         for t in targets {

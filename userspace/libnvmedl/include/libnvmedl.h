@@ -125,6 +125,11 @@
 #define NVMEDL_OP_WRITE 1
 
 /*
+ Service classes: reads 0..8 and writes 8..16, by size (1, 2, 3–4, 5–8, …, >64 pages).
+ */
+#define CLASSES 16
+
+/*
  Tenant ids are `0 .. MAX_TENANTS`.
  */
 #define NVMEDL_MAX_TENANTS 16
@@ -270,7 +275,9 @@ void nvmedl_destroy_handle(struct nvmedl_handle *h);
  QoS keys (docs/qos.md):
  * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
    "target_delay_us" (1..=1000000, default 50), "min_depth" (1..=1024, default 1),
-   "depth_window" (completions per decision, 8..=65536, default 64);
+   "depth_window" (counted completions per decision, at least the limit, 8..=65536,
+   default 32), "depth_percentile" (percentile of the window's queueing delays that tracks
+   the target, 1..=99, default 50);
  * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
    nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
    (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,

@@ -215,7 +215,9 @@ fn with<T: Copy>(h: *mut NvmedlHandle, fail: T, f: impl FnOnce(&mut NvmedlHandle
 /// QoS keys (docs/qos.md):
 /// * adaptive depth: "adaptive" (0 off, 1 on; "iodepth" is then the upper bound),
 ///   "target_delay_us" (1..=1000000, default 50), "min_depth" (1..=1024, default 1),
-///   "depth_window" (completions per decision, 8..=65536, default 64);
+///   "depth_window" (counted completions per decision, at least the limit, 8..=65536,
+///   default 32), "depth_percentile" (percentile of the window's queueing delays that tracks
+///   the target, 1..=99, default 50);
 /// * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
 ///   nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
 ///   (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,

@@ -55,11 +55,12 @@ pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
             1 => h.h.set_depth_control(Some(h.h.depth_config())),
             _ => Err(Error::InvalidArgument),
         },
-        b"target_delay_us" | b"min_depth" | b"depth_window" => {
+        b"target_delay_us" | b"min_depth" | b"depth_window" | b"depth_percentile" => {
             let mut c = h.h.depth_config();
             match name {
                 b"target_delay_us" => c.target = Duration::from_micros(range(v, 1, 1_000_000)?),
                 b"min_depth" => c.min_depth = range(v, 1, 1024)? as usize,
+                b"depth_percentile" => c.percentile = range(v, 1, 99)? as u8,
                 _ => c.window_ios = range(v, 8, 65536)? as u32,
             }
             c.validate()?;

@@ -35,6 +35,9 @@ pub struct QosArgs {
     /// Smallest limit of --adaptive (and its floor-probe depth).
     #[arg(long, default_value = "1", value_parser = parse_size, value_name = "N")]
     pub min_depth: u64,
+    /// Percentile of each window's queueing delays that --adaptive holds at the target (1..=99).
+    #[arg(long, default_value = "50", value_parser = parse_size, value_name = "P")]
+    pub depth_percentile: u64,
     /// Level-1 scheduler of every job.
     #[arg(long, value_enum, default_value = "fifo")]
     pub scheduler: SchedKind,
@@ -56,9 +59,12 @@ pub struct QosArgs {
 impl QosArgs {
     /// Check the ranges clap cannot express.
     pub fn validate(&self) -> Result<(), String> {
-        self.depth()
-            .validate()
-            .map_err(|_| format!("--target-delay-us {} / --min-depth {} out of range", self.target_delay_us, self.min_depth))?;
+        self.depth().validate().map_err(|_| {
+            format!(
+                "--target-delay-us {} / --min-depth {} / --depth-percentile {} out of range",
+                self.target_delay_us, self.min_depth, self.depth_percentile
+            )
+        })?;
         self.tiers()?.validate().map_err(|_| "--tier-weights need three values in 1..=1000, --tier-max-wait-us <= 10 s".to_string())?;
         if self.tenant.iter().any(|&t| t >= nvmedl::qos::MAX_TENANTS as u64) {
             return Err(format!("--tenant ids are 0..{}", nvmedl::qos::MAX_TENANTS));
@@ -76,6 +82,7 @@ impl QosArgs {
         DepthConfig {
             target: Duration::from_micros(self.target_delay_us),
             min_depth: self.min_depth.min(usize::MAX as u64) as usize,
+            percentile: self.depth_percentile.min(255) as u8,
             ..DepthConfig::default()
         }
     }

@@ -93,7 +93,7 @@ struct Slot {
     info: SchedInfo,
     /// Time of the batch START (0: not started or no QoS clock).
     launch_ns: u64,
-    /// Submit time on the handle's coarse clock (tenant accounting).
+    /// Submit time on the handle's coarse clock (adaptive depth, tenant accounting).
     submit_ns: u64,
 }
 
@@ -237,7 +237,7 @@ impl Handle {
         sched.reserve(opts.capacity);
         let iodepth = opts.iodepth.min(opts.capacity);
         let depth_ctl = match opts.depth_control {
-            Some(c) => Some(DepthController::new(c, iodepth, iodepth)?),
+            Some(c) => Some(DepthController::new(c, c.min_depth, iodepth)?),
             None => None,
         };
         let tenants = match opts.tenants {
@@ -269,7 +269,7 @@ impl Handle {
             inflight_done: Vec::with_capacity(batch_max as usize),
             scan_from: 0,
             done: VecDeque::with_capacity(opts.capacity),
-            iodepth: depth_ctl.map_or(iodepth, |c| c.limit()),
+            iodepth: depth_ctl.as_ref().map_or(iodepth, |c| c.limit()),
             batch: opts.batch,
             priority: opts.priority,
             timeout: opts.timeout,

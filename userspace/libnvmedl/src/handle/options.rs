@@ -79,12 +79,14 @@ impl Handle {
     pub fn iodepth(&self) -> usize {
         self.iodepth
     }
-    /// Turn adaptive depth on with `cfg` (restarting the controller from the current limit)
-    /// or off (`None`: back to the configured `iodepth`).
+    /// Turn adaptive depth on with `cfg` (from `min_depth`, or restarting a running controller
+    /// from the current limit) or off (`None`: back to the configured `iodepth`).
     pub fn set_depth_control(&mut self, cfg: Option<DepthConfig>) -> Result<()> {
         match cfg {
             Some(c) => {
-                let ctl = DepthController::new(c, self.iodepth, self.iodepth_max)?;
+                // A running controller restarts from its limit; a new one starts low.
+                let initial = if self.depth_ctl.is_some() { self.iodepth } else { c.min_depth };
+                let ctl = DepthController::new(c, initial, self.iodepth_max)?;
                 self.depth_cfg = c;
                 self.iodepth = ctl.limit();
                 self.depth_ctl = Some(ctl);
@@ -106,7 +108,7 @@ impl Handle {
     }
     /// The controller's last decision (`None` while adaptive depth is off).
     pub fn depth_sample(&self) -> Option<DepthSample> {
-        self.depth_ctl.map(|c| c.last())
+        self.depth_ctl.as_ref().map(|c| c.last())
     }
     /// Replace the level-1 scheduler; `Busy` while requests are staged in the old one.
     pub fn set_scheduler(&mut self, mut s: Box<dyn Scheduler>) -> Result<()> {

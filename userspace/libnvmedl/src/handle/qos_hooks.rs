@@ -3,6 +3,7 @@
 //! samples and tenant accounting.
 
 use super::*;
+use crate::qos::delay::class_of;
 
 impl Handle {
     pub(super) fn now_ns(&self) -> u64 {
@@ -33,8 +34,9 @@ impl Handle {
             return;
         }
         let now = self.step_clock();
-        if let Some(c) = self.depth_ctl.as_mut() {
-            if let Some(limit) = c.record(now, now.saturating_sub(s.launch_ns)) {
+        if let Some(c) = self.depth_ctl.as_mut().filter(|_| s.submit_ns != 0) {
+            let class = class_of(s.op != DNVM_OP_READ, s.len);
+            if let Some(limit) = c.record(now, now.saturating_sub(s.submit_ns), class) {
                 self.iodepth = limit;
             }
         }

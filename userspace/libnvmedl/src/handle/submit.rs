@@ -77,8 +77,8 @@ impl Handle {
             tenant: s.info.tenant,
         };
         let mut submit_ns = s.submit_ns;
-        if self.tenants.is_some() {
-            // Tenant latency counts from submit on the coarse clock; the first request of a
+        if self.tenants.is_some() || self.depth_ctl.is_some() {
+            // Tenant and depth-controller latency count from submit on the coarse clock; the first request of a
             // busy period reads the clock (one read per busy period), later ones reuse the
             // last reading (taken at every batch START and completing poll).
             if self.pending() == 0 {

@@ -1,33 +1,42 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Adaptive queue depth: a per-handle proportional-integral controller that moves the in-flight
-//! limit so the measured queueing delay tracks a target (docs/qos.md).
+//! limit so the measured queueing delay tracks a target (docs/qos.md §1).
 //!
-//! * **Measurement.** Each completed request reports its latency from its batch's START to the
-//!   poll that saw it finish. The queueing delay of a window is its mean latency minus the
-//!   *floor*, the service time of an unqueued request: the smallest latency of the last probe
-//!   window. Every `probe_every` windows the controller drops the limit to `min_depth` for one
-//!   window (as BBR's PROBE_RTT does) so the floor is re-measured on a drained device; a floor
-//!   that only ever took minimums would go stale when the device gets slower.
+//! * **Measurement.** Each completed request reports its latency from submit to the poll that
+//!   saw it finish, and its service class (`delay::class_of`). Its queueing delay is the
+//!   latency minus the class's service floor (`delay::Floors`); the window statistic is a
+//!   percentile of those delays (`percentile`, default the median), not a mean.
+//! * **Floors.** Min-filtered per class; every `probe_every` windows the limit drops to
+//!   `min_depth` for a short drain window (`window_ios / 4`, at least 8 completions, as BBR's
+//!   PROBE_RTT) and the classes seen in it take its minima, so the floors follow a device
+//!   that got slower. A window run at `min_depth` anyway counts as a drain window.
+//! * **One decision per round trip.** After a decision the controller skips as many
+//!   completions as the old limit (the queue that decision found, which measures the old
+//!   limit), then counts `max(window_ios, limit)` completions: a window always spans at
+//!   least one round trip of the whole in-flight population, so the loop does not act twice
+//!   on the same queue, and it counts consecutive completions (counting only requests
+//!   submitted after the decision would keep the fast ones and drop the slow).
 //! * **Plant gain.** By Little's law a saturated device adds one slot's worth of latency per
-//!   extra in-flight request: dW/dL = 1/X, with X the window's completion rate. The error is
-//!   divided by that gain, so it is expressed in slots and the loop gain does not depend on
-//!   the device (a 10 µs and a 1 ms device converge in the same number of windows).
+//!   extra in-flight request: dW/dL = 1/X, X the window's completion rate. The error is
+//!   divided by that gain, so it is in slots and the same gains fit a 10 µs and a 5 ms device.
 //! * **PI in velocity form.** `u += kp·(e − e_prev) + ki·e`; the integral is the output itself,
 //!   so clamping the output to `[min_depth, max_depth]` is the anti-windup. Raising is
 //!   conditional: the limit only grows in windows where a submit found the queue full (the
 //!   limit was the bottleneck), so an application-bound stream does not wind the limit up.
-//!   Each window's step is also rate-limited (at most halve, at most +25 % + 1).
-//! * **Window.** `window_ios` completions (default 64): the mean of n latencies has a relative
-//!   noise of σ/√n, so 64 keeps it near 12 % for an exponential-ish spread while a 4 KiB
-//!   device at 100 k IOPS still gets a decision every ~0.6 ms, well inside the 100 ms windows
-//!   of the kernel's controllers (blk-iolatency, Kyber, wbt).
+//!   While the delay is below half the target the device is under-used and the limit grows
+//!   by at least one slot per window (additive increase). Each step is bounded: at most
+//!   halve, at most +25 % + 1.
+//! * **Start.** The handle starts the controller at `min_depth` (first window a drain window)
+//!   and lets it grow; it never jumps to the upper bound.
 //!
-//! The controller is plain data (no heap, no clock of its own): the handle feeds it the time
-//! it read anyway when completing requests. Cost per completion: a few integer operations;
-//! per window: about 20 floating-point operations.
+//! The controller is plain data (no heap, no clock of its own, ~1.3 KiB): the handle feeds it
+//! the time it read anyway when completing requests. Cost per completion: a compare, a min,
+//! a subtraction and a histogram increment; per window: a scan of at most 241 counters and
+//! about 20 floating-point operations.
 
 use std::time::Duration;
 
+use super::delay::{DelayHist, Floors};
 use crate::error::{Error, Result};
 
 /// Settings of the depth controller.
@@ -35,23 +44,34 @@ use crate::error::{Error, Result};
 pub struct DepthConfig {
     /// Queueing delay to track (default 50 µs; 1 µs ..= 1 s).
     pub target: Duration,
-    /// Smallest limit (default 1).
+    /// Smallest limit, also the depth of the drain windows (default 1).
     pub min_depth: usize,
     /// Largest limit; 0 = the handle's `iodepth` (default 0).
     pub max_depth: usize,
-    /// Completions per decision (default 64; 8 ..= 65536).
+    /// Counted completions per decision (default 32; 8 ..= 65536).
     pub window_ios: u32,
     /// Proportional gain on the change of the error, in slots per slot (default 0.25).
     pub kp: f64,
     /// Integral gain, in slots per slot and window (default 0.5; 0 < ki ≤ 1).
     pub ki: f64,
-    /// A floor-probe window every this many windows (default 64; 0 = never probe).
+    /// A drain window every this many windows (default 64; 0 = never probe).
     pub probe_every: u32,
+    /// Percentile of the window's delays that tracks the target (default 50; 1 ..= 99).
+    pub percentile: u8,
 }
 
 impl Default for DepthConfig {
     fn default() -> Self {
-        Self { target: Duration::from_micros(50), min_depth: 1, max_depth: 0, window_ios: 64, kp: 0.25, ki: 0.5, probe_every: 64 }
+        Self {
+            target: Duration::from_micros(50),
+            min_depth: 1,
+            max_depth: 0,
+            window_ios: 32,
+            kp: 0.25,
+            ki: 0.5,
+            probe_every: 64,
+            percentile: 50,
+        }
     }
 }
 
@@ -66,54 +86,72 @@ impl DepthConfig {
             && self.kp.is_finite()
             && (0.0..=1.0).contains(&self.kp)
             && self.ki > 0.0
-            && self.ki <= 1.0;
+            && self.ki <= 1.0
+            && (1..=99).contains(&self.percentile);
         if ok {
             Ok(())
         } else {
             Err(Error::InvalidArgument)
         }
     }
+
+    fn drain_ios(&self) -> u32 {
+        (self.window_ios / 4).max(8)
+    }
 }
 
 /// What the controller did in its last window (for stats and tests).
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
 pub struct DepthSample {
-    /// Limit after the window.
+    /// Operating limit after the window (during a drain window the handle applies
+    /// `min_depth` instead: see `draining`).
     pub limit: usize,
-    /// Mean latency of the window (ns).
+    /// Mean latency of the window's counted requests (ns).
     pub mean_ns: u64,
-    /// Queueing-delay estimate of the window (ns).
+    /// Queueing-delay estimate of the window: the configured percentile (ns).
     pub delay_ns: u64,
-    /// Service-time floor in use (ns).
+    /// Smallest per-class service floor in use (ns).
     pub floor_ns: u64,
-    /// The window was a floor probe.
+    /// The window was a drain (floor) probe.
     pub probe: bool,
     /// Windows decided so far.
     pub windows: u64,
+    /// Completions per second over the window (all completions, counted or not).
+    pub rate: f64,
+    /// The next window is a drain window.
+    pub draining: bool,
 }
 
 /// The controller state (see module docs).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct DepthController {
     cfg: DepthConfig,
     max: usize,
     limit: f64,
     prev_err: f64,
-    floor_ns: u64,
     windows: u64,
     probing: bool,
     /// Limit to restore after a probe.
     saved: f64,
+    /// Time of the last decision (0: none yet).
+    since_ns: u64,
+    /// Completions still to skip after the last decision (the queue it found).
+    skip: u32,
+    /// Completions since the last decision (counted or not).
+    all: u32,
+    /// Counted completions in the window.
     n: u32,
     sum_ns: u64,
-    min_ns: u64,
-    start_ns: u64,
     limited: bool,
+    floors: Floors,
+    hist: DelayHist,
     last: DepthSample,
 }
 
 impl DepthController {
-    /// A controller starting at `initial`, bounded by `cfg.max_depth` or else `max`.
+    /// A controller whose limit after its first drain window is `initial`, bounded by
+    /// `cfg.max_depth` or else `max`. (The handle passes `min_depth` when it switches the
+    /// controller on, and the limit in force when it restarts a running one.)
     pub fn new(cfg: DepthConfig, initial: usize, max: usize) -> Result<Self> {
         cfg.validate()?;
         let max = if cfg.max_depth == 0 { max } else { cfg.max_depth.min(max) };
@@ -126,16 +164,18 @@ impl DepthController {
             max,
             limit,
             prev_err: 0.0,
-            floor_ns: 0,
             windows: 0,
-            // Start with a probe: the floor is unknown.
+            // Start with a drain window: the floors are unknown.
             probing: cfg.probe_every > 0,
             saved: limit,
+            since_ns: 0,
+            skip: 0,
+            all: 0,
             n: 0,
             sum_ns: 0,
-            min_ns: u64::MAX,
-            start_ns: 0,
             limited: false,
+            floors: Floors::default(),
+            hist: DelayHist::default(),
             last: DepthSample::default(),
         })
     }
@@ -172,43 +212,58 @@ impl DepthController {
         self.limited = true;
     }
 
-    /// One completed request, `latency_ns` after its batch started, observed at `now_ns`.
-    /// Returns the new limit when this completion closed a window.
+    /// One completed request of service class `class` (`qos::delay::class_of`), submitted
+    /// `latency_ns` before `now_ns`. Returns the new limit when this completion closed a
+    /// window.
     #[inline]
-    pub fn record(&mut self, now_ns: u64, latency_ns: u64) -> Option<usize> {
-        if self.n == 0 {
-            self.start_ns = now_ns.saturating_sub(latency_ns);
+    pub fn record(&mut self, now_ns: u64, latency_ns: u64, class: u8) -> Option<usize> {
+        if self.since_ns == 0 {
+            self.since_ns = now_ns.saturating_sub(latency_ns).max(1);
+        }
+        self.all += 1;
+        if self.skip > 0 {
+            // The queue the last decision found: measures the old limit.
+            self.skip -= 1;
+            return None;
         }
         self.n += 1;
         self.sum_ns = self.sum_ns.saturating_add(latency_ns);
-        self.min_ns = self.min_ns.min(latency_ns);
-        if self.n < self.cfg.window_ios {
+        let delay = self.floors.sample(class, latency_ns);
+        self.hist.add(delay);
+        let need = if self.probing { self.cfg.drain_ios() } else { self.cfg.window_ios.max(self.limit as u32) };
+        if self.n < need {
             return None;
         }
         Some(self.decide(now_ns))
     }
 
     fn decide(&mut self, now_ns: u64) -> usize {
-        let n = self.n as f64;
-        let mean = self.sum_ns / u64::from(self.n);
-        let span = now_ns.saturating_sub(self.start_ns).max(1) as f64;
+        let before = self.limit();
+        let mean = self.sum_ns / u64::from(self.n.max(1));
+        let delay = self.hist.percentile(self.cfg.percentile);
+        let span = now_ns.saturating_sub(self.since_ns).max(1) as f64;
+        // Nanoseconds of latency per in-flight slot (Little: W = L/X, dW/dL = 1/X).
+        let per_slot = span / f64::from(self.all.max(1));
         let was_probe = self.probing;
         self.windows += 1;
+        if was_probe || self.limit() <= self.cfg.min_depth {
+            // A drain window: its minima are the service times.
+            self.floors.refresh();
+        } else {
+            self.floors.end_window();
+        }
         if was_probe {
-            // A drained device: its smallest latency is the service time.
-            self.floor_ns = self.min_ns;
             self.probing = false;
             self.limit = self.saved;
         } else {
-            if self.floor_ns == 0 || self.min_ns < self.floor_ns {
-                self.floor_ns = self.min_ns;
-            }
-            let delay = mean.saturating_sub(self.floor_ns) as f64;
-            // Nanoseconds of latency per in-flight slot (Little: W = L/X, dW/dL = 1/X).
-            let per_slot = span / n;
-            let err = (self.cfg.target.as_nanos() as f64 - delay) / per_slot;
+            let target = self.cfg.target.as_nanos() as f64;
+            let err = (target - delay as f64) / per_slot;
             let mut du = self.cfg.kp * (err - self.prev_err) + self.cfg.ki * err;
             self.prev_err = err;
+            if (delay as f64) < target / 2.0 {
+                // Under-used: additive increase.
+                du = du.max(1.0);
+            }
             if du > 0.0 && !self.limited {
                 du = 0.0;
             }
@@ -220,16 +275,21 @@ impl DepthController {
             }
         }
         self.last = DepthSample {
-            limit: self.limit(),
+            limit: self.limit as usize,
             mean_ns: mean,
-            delay_ns: mean.saturating_sub(self.floor_ns),
-            floor_ns: self.floor_ns,
+            delay_ns: delay,
+            floor_ns: self.floors.min(),
             probe: was_probe,
             windows: self.windows,
+            rate: 1e9 / per_slot,
+            draining: self.probing,
         };
+        self.since_ns = now_ns.max(1);
+        self.skip = before as u32;
+        self.all = 0;
         self.n = 0;
         self.sum_ns = 0;
-        self.min_ns = u64::MAX;
+        self.hist.clear();
         self.limited = false;
         self.limit()
     }
@@ -279,7 +339,7 @@ mod tests {
                 }
                 let (sub, fin) = self.inflight.remove(0);
                 self.now = fin;
-                if c.record(fin, fin - sub).is_some() {
+                if c.record(fin, fin - sub, 0).is_some() {
                     out.push(c.last());
                 }
             }
@@ -347,7 +407,7 @@ mod tests {
         let mut c = DepthController::new(DepthConfig { probe_every: 0, ..DepthConfig::default() }, 8, 256).unwrap();
         // Low delay, but never limited: the limit must not move up.
         for i in 0..64 * 20u64 {
-            c.record(i * 10_000, 10_000);
+            c.record(i * 10_000, 10_000, 0);
         }
         assert_eq!(c.limit(), 8);
     }

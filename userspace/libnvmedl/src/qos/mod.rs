@@ -4,7 +4,10 @@
 //! accounting and boosting (`tenant`), and the queueing model behind the depth advisor (`mdk`).
 
 pub mod advisor;
+pub mod delay;
 pub mod depth;
+#[cfg(test)]
+mod depth_sim;
 pub mod mdk;
 pub mod tenant;
 pub mod tiers;

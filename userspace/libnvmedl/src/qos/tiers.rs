@@ -66,6 +66,10 @@ pub struct TierStats {
     pub served: [u64; TIERS],
     /// Requests popped because the guard forced their tier.
     pub forced: u64,
+    /// Longest level-1 service interval per tier (ns): from the tier's last service, or from
+    /// the first scheduling pass that saw it backlogged, to its next service. Measured on the
+    /// guard's clock, so only with the guard on (0 otherwise); the quantity the guard bounds.
+    pub max_wait_ns: [u64; TIERS],
 }
 
 /// The tiered scheduler (module docs).
@@ -196,6 +200,10 @@ impl Tiered {
         self.tier_len[t] -= 1;
         self.len -= 1;
         self.stats.served[t] += 1;
+        if self.since[t] != UNSET {
+            let w = &mut self.stats.max_wait_ns[t];
+            *w = (*w).max(now_ns.saturating_sub(self.since[t]));
+        }
         self.since[t] = if self.tier_len[t] == 0 { UNSET } else { now_ns };
         if self.tier_len[t] == 0 {
             self.forced_left[t] = 0;
@@ -348,14 +356,18 @@ mod tests {
                     last = now;
                 }
             }
-            gaps
+            (gaps, s.stats())
         };
-        // Without the guard the low tier never runs.
-        assert!(run(Duration::ZERO).is_empty());
-        let gaps = run(Duration::from_micros(100));
+        // Without the guard the low tier never runs (and nothing is timed).
+        let (gaps, st) = run(Duration::ZERO);
+        assert!(gaps.is_empty());
+        assert_eq!(st.max_wait_ns, [0; TIERS]);
+        let (gaps, st) = run(Duration::from_micros(100));
         assert!(gaps.len() >= 20, "{gaps:?}");
         // Between two services of the starved tier at most the bound plus one step passes.
         assert!(gaps.iter().all(|&g| g <= 101), "{gaps:?}");
+        // The scheduler's own measure of that interval agrees.
+        assert!(st.max_wait_ns[3] > 90_000 && st.max_wait_ns[3] <= 101_000, "{st:?}");
     }
 
     #[test]

@@ -169,9 +169,18 @@ fn c_abi_qos_keys() {
     let einval = Error::InvalidArgument.code();
     // Adaptive depth.
     assert_eq!(get(c"adaptive"), 0);
-    for (k, bad) in [(c"target_delay_us", 0), (c"target_delay_us", 1_000_001), (c"min_depth", 0), (c"depth_window", 4), (c"adaptive", 2)] {
+    for (k, bad) in [
+        (c"target_delay_us", 0),
+        (c"target_delay_us", 1_000_001),
+        (c"min_depth", 0),
+        (c"depth_window", 4),
+        (c"adaptive", 2),
+        (c"depth_percentile", 0),
+        (c"depth_percentile", 100),
+    ] {
         assert_eq!(set(k, bad), einval, "{k:?} = {bad}");
     }
+    assert_eq!(set(c"depth_percentile", 90), 0);
     assert_eq!(set(c"iodepth", 64), 0);
     assert_eq!(set(c"target_delay_us", 100), 0);
     assert_eq!(set(c"min_depth", 4), 0);
