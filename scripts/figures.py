@@ -6,7 +6,7 @@ json|log <file>` and `DNVM-FIG-END <run>` lines), keep them under OUT/json and O
 one CSV per figure, plot each (scripts/figures_plot.py, matplotlib) and write OUT/summary.md,
 each measured figure next to the paper's claim.
 
-    scripts/figures.py OUT paper-console.log baseline-console.log
+    scripts/figures.py OUT CONSOLE.log...   (make figures: paper, arbitration, baseline)
 
 fio's JSON is parsed with the json module and its IOPS logs (`msec, value, ddir, bs, offset`)
 with the csv module. Exits non-zero when a run is missing or a report does not parse.
@@ -97,12 +97,13 @@ def window_mean(series, lo, hi, idx=1):
 
 
 def main():
-    if len(sys.argv) != 4:
+    if len(sys.argv) < 3:
         sys.exit(__doc__)
-    out, paper_log, base_log = sys.argv[1:]
+    out = sys.argv[1]
     os.makedirs(os.path.join(out, "json"), exist_ok=True)
-    runs = extract(paper_log)
-    runs.update(extract(base_log))
+    runs = {}
+    for log in sys.argv[2:]:
+        runs.update(extract(log))
     for run, r in runs.items():
         if r["json"] is not None:
             with open(os.path.join(out, "json", f"{run}.json"), "w") as f:
@@ -184,8 +185,9 @@ def summary(fig):
     lines = [
         "# fio figures (`make figures`)",
         "",
-        "Emulation: QEMU TCG (no KVM) on a shared 2-core host, the fake HDU + NVMe controller + SSD model",
-        "in a host process. Compare shapes with the paper, not absolute numbers. Plots: `*.png` here.",
+        "Emulation: QEMU TCG (no KVM, 4 vCPUs) on a shared, loaded 2-core host; the guest runs the debug",
+        "test kernel (KASAN, lockdep, kmemleak); the fake HDU + NVMe controller + SSD model run in a host",
+        "process. Single runs. Compare shapes with the paper, not absolute numbers. Plots: `*.svg` here.",
         "",
         "| figure | the paper's claim | measured here |",
         "|---|---|---|",
