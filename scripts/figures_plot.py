@@ -33,10 +33,14 @@ def fig09b(out, rows):
     _save(f, out, "fig09b-qd1-latency.svg", "Fig. 9b: 4 KiB QD1 latency, directnvm engine, rev 2")
 
 
-def sweep(out, rows, name, xlabel, title):
+def sweep(out, rows, name, xlabel, title, control=None):
     f, ax = plt.subplots(figsize=(6, 3.6))
     xs = [r[0] for r in rows]
     ax.plot(xs, [r[1] for r in rows], "o-", label="IOPS")
+    if control:
+        ax.plot([r[0] for r in control], [r[1] for r in control], "^:", color="tab:gray",
+                label="IOPS, model capped at 8 in flight")
+        ax.legend(fontsize=7, loc="upper left")
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.set_xlabel(xlabel)
@@ -88,7 +92,8 @@ def baseline(out, rows):
 
 def plot_all(out, fig):
     fig09b(out, fig["fig09b"])
-    sweep(out, fig["fig10a"], "fig10a-queue-depth.svg", "iodepth", "Fig. 10: I/O queue depth, one core, rev 2")
+    sweep(out, fig["fig10a"], "fig10a-queue-depth.svg", "iodepth", "Fig. 10: I/O queue depth, one core, rev 2",
+          control=fig.get("fig10a_capped"))
     sweep(out, fig["fig10b"], "fig10b-staging-depth.svg", "requests staged per HDU batch (QD128)",
           "Fig. 10: staging depth, one core, rev 2")
     bars(out, fig["fig11"], "fig11-cores.svg", "cores (QD32 each)", "aggregate IOPS", "Fig. 11: 1..4 cores, rev 2")

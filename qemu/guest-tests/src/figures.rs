@@ -20,7 +20,8 @@
 //!   --fake-arg 8` as `make wrr`, so the controller's arbitration decides who is served): with
 //!   the model slowed through the test mailbox (`DNVM_FIG_SLOW` permille, default 62500: 250k
 //!   -> 4000 random-read IOPS, so the device is the bottleneck), the urgency job at WRR weights
-//!   8:4:1 and the foreground/background job at WRR 1:1, 8:1 and 128:1.
+//!   8:4:1 and the foreground/background job at WRR 1:1, 8:1 and 128:1. First, as a control,
+//!   the depth sweep at the model's default speed under this boot's cap (`depth-sweep-capped`).
 //!
 //! A figure tool, not a test: true when every fio run exited 0 with a JSON report.
 
@@ -114,7 +115,9 @@ fn paper() -> Result<bool, String> {
 
 fn arbitration() -> Result<bool, String> {
     let (d, mb) = rev2_engines4()?;
-    let mut ok = true;
+    // Control run: the depth sweep again at the model's default speed, now under this boot's
+    // cap on commands in flight (the paper boot's sweep has no cap).
+    let mut ok = run_job("depth-sweep-capped", "depth-sweep");
     let slow = std::env::var("DNVM_FIG_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(62_500u64);
     mb.cmd(TESTDEV_CMD_SET_FAULT, &[TESTDEV_FAULT_SLOW, slow])?;
     println!("figures: SSD model slowed to {slow} permille of its default speed");
