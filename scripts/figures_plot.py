@@ -72,12 +72,12 @@ def fig13(out, samples, shares):
         ax.set_title(f"WRR {lab}: foreground keeps {sh[3]}% of its solo IOPS in the burst", fontsize=9)
     axs[0].legend(fontsize=7, loc="upper right")
     axs[-1].set_xlabel("time (s); background burst shaded")
-    _save(f, out, "fig13-wrr.svg", "Fig. 13: foreground vs background burst, SSD model the bottleneck")
+    _save(f, out, "fig13-wrr.svg", "Fig. 13: foreground vs background burst, SSD model slowed to ~4000 IOPS")
 
 
 def baseline(out, rows):
     f, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
-    labels = [f"{r[1]}\nQD{r[2]}" for r in rows]
+    labels = [f"{r[1].replace('-', chr(10))}\nQD{r[2]}" for r in rows]
     colors = ["tab:green" if r[0] == "directnvm" else "tab:blue" for r in rows]
     a1.bar(labels, [r[8] for r in rows], color=colors)
     a1.set_ylabel("guest core-ms per million I/Os")
