@@ -20,8 +20,8 @@
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 #   make qos-evidence  issue 17's QoS figures in the guest (rev 2) + plots in build/qos/
 #   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
-#   make figures   the paper's fio jobs + the kernel NVMe baseline in the guest (2 boots):
-#                  build/figures/ (fio JSON, one CSV + PNG per figure, summary.md)
+#   make figures   the paper's fio jobs + the kernel NVMe baseline in the guest (3 boots):
+#                  build/figures/ (fio JSON, one CSV + SVG per figure, summary.md)
 SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
@@ -192,10 +192,11 @@ fio: initramfs
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
 # The paper's evaluation through fio (issue 15; qemu/guest-tests/src/figures.rs, scripts/figures.py).
-# Boot 1, rev 2 with one engine per urgency class and the SSD model's default timing: the paper's
-# jobs, then the urgency and WRR jobs with the model slowed (through the test mailbox) so the
-# device is the bottleneck; at most 8 commands in flight inside the model (as `make wrr`) for
-# the whole boot, so arbitration decides who is served. Boot 2, the fake SSD's timing off: the
+# Boot 1, rev 2 with one engine per urgency class and the SSD model's default timing and
+# configuration: the paper's jobs. Boot 2, same device with at most 8 commands in flight inside
+# the model (as `make wrr`, so arbitration decides who is served): the urgency and WRR jobs with
+# the model slowed (through the test mailbox) so the device is the bottleneck. (The cap stays out
+# of boot 1: it would be the depth sweep's ceiling.) Boot 3, the fake SSD's timing off: the
 # directnvm engine vs the kernel nvme driver on QEMU's emulated NVMe (io_uring hipri, libaio,
 # psync), guest CPU per I/O. fio's JSON comes back on the console between markers.
 FIGURES_OUT ?= build/figures
@@ -203,11 +204,14 @@ FIGURES_OUT ?= build/figures
 FIGURES_PY ?= /usr/bin/python3
 figures: initramfs
 	@mkdir -p $(FIGURES_OUT)
-	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 1500 --keep-log $(FIGURES_OUT)/paper.log \
-	  --env DNVM_FIGURES=paper --fake-arg --max-inflight --fake-arg 8 >/dev/null
+	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 1200 --keep-log $(FIGURES_OUT)/paper.log \
+	  --env DNVM_FIGURES=paper >/dev/null
+	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 900 --keep-log $(FIGURES_OUT)/arbitration.log \
+	  --env DNVM_FIGURES=arbitration --fake-arg --max-inflight --fake-arg 8 >/dev/null
 	@bash qemu/run.sh --mode figures --revision 2 --timeout 900 --keep-log $(FIGURES_OUT)/baseline.log \
 	  --env DNVM_FIGURES=baseline --fake-arg --timing --fake-arg none >/dev/null
-	@$(FIGURES_PY) scripts/figures.py $(FIGURES_OUT) $(FIGURES_OUT)/paper.log $(FIGURES_OUT)/baseline.log
+	@$(FIGURES_PY) scripts/figures.py $(FIGURES_OUT) $(FIGURES_OUT)/paper.log $(FIGURES_OUT)/arbitration.log \
+	  $(FIGURES_OUT)/baseline.log
 	@cat $(FIGURES_OUT)/summary.md
 
 # The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores

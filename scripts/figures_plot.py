@@ -1,20 +1,22 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
-"""Plots of `make figures` (matplotlib, Debian's python3-matplotlib), one PNG per figure, from
+"""Plots of `make figures` (matplotlib, Debian's python3-matplotlib), one SVG per figure (text kept as text, so the files stay small), from
 the rows scripts/figures.py wrote to the CSVs. Every plot is titled as emulation."""
 import os
 
 import matplotlib
 
 matplotlib.use("Agg")
+matplotlib.rcParams["svg.fonttype"] = "none"
+matplotlib.rcParams["svg.hashsalt"] = "directnvm-figures"  # stable ids: reruns diff cleanly
 import matplotlib.pyplot as plt  # noqa: E402  (after the backend choice)
 
-NOTE = "emulation: QEMU TCG on a shared 2-core host"
+NOTE = "emulation: QEMU TCG, debug guest kernel, loaded 2-core host"
 
 
 def _save(f, out, name, title):
     f.suptitle(f"{title}\n({NOTE})", fontsize=10)
     f.tight_layout()
-    f.savefig(os.path.join(out, name), dpi=90)
+    f.savefig(os.path.join(out, name), metadata={"Date": None})
     plt.close(f)
 
 
@@ -28,13 +30,17 @@ def fig09b(out, rows):
     ax.set_ylabel("completion latency (µs)")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    _save(f, out, "fig09b-qd1-latency.png", "Fig. 9b: 4 KiB QD1 latency, directnvm engine, rev 2")
+    _save(f, out, "fig09b-qd1-latency.svg", "Fig. 9b: 4 KiB QD1 latency, directnvm engine, rev 2")
 
 
-def sweep(out, rows, name, xlabel, title):
+def sweep(out, rows, name, xlabel, title, control=None):
     f, ax = plt.subplots(figsize=(6, 3.6))
     xs = [r[0] for r in rows]
     ax.plot(xs, [r[1] for r in rows], "o-", label="IOPS")
+    if control:
+        ax.plot([r[0] for r in control], [r[1] for r in control], "^:", color="tab:gray",
+                label="IOPS, model capped at 8 in flight")
+        ax.legend(fontsize=7, loc="upper left")
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.set_xlabel(xlabel)
@@ -66,12 +72,12 @@ def fig13(out, samples, shares):
         ax.set_title(f"WRR {lab}: foreground keeps {sh[3]}% of its solo IOPS in the burst", fontsize=9)
     axs[0].legend(fontsize=7, loc="upper right")
     axs[-1].set_xlabel("time (s); background burst shaded")
-    _save(f, out, "fig13-wrr.png", "Fig. 13: foreground vs background burst, SSD model the bottleneck")
+    _save(f, out, "fig13-wrr.svg", "Fig. 13: foreground vs background burst, SSD model slowed to ~4000 IOPS")
 
 
 def baseline(out, rows):
     f, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.8))
-    labels = [f"{r[1]}\nQD{r[2]}" for r in rows]
+    labels = [f"{r[1].replace('-', chr(10))}\nQD{r[2]}" for r in rows]
     colors = ["tab:green" if r[0] == "directnvm" else "tab:blue" for r in rows]
     a1.bar(labels, [r[8] for r in rows], color=colors)
     a1.set_ylabel("guest core-ms per million I/Os")
@@ -80,20 +86,21 @@ def baseline(out, rows):
     a2.set_ylabel("IOPS")
     for a in (a1, a2):
         a.tick_params(axis="x", labelsize=7)
-    _save(f, out, "baseline-cpu.png",
+    _save(f, out, "baseline-cpu.svg",
           "directnvm (green) vs kernel nvme driver (blue), 4 KiB random read, one CPU, device latency out")
 
 
 def plot_all(out, fig):
     fig09b(out, fig["fig09b"])
-    sweep(out, fig["fig10a"], "fig10a-queue-depth.png", "iodepth", "Fig. 10: I/O queue depth, one core, rev 2")
-    sweep(out, fig["fig10b"], "fig10b-staging-depth.png", "requests staged per HDU batch (QD128)",
+    sweep(out, fig["fig10a"], "fig10a-queue-depth.svg", "iodepth", "Fig. 10: I/O queue depth, one core, rev 2",
+          control=fig.get("fig10a_capped"))
+    sweep(out, fig["fig10b"], "fig10b-staging-depth.svg", "requests staged per HDU batch (QD128)",
           "Fig. 10: staging depth, one core, rev 2")
-    bars(out, fig["fig11"], "fig11-cores.png", "cores (QD32 each)", "aggregate IOPS", "Fig. 11: 1..4 cores, rev 2")
-    bars(out, fig["fig12"], "fig12-urgency.png", "urgency class (urgent capped at 1000 IOPS)", "IOPS",
+    bars(out, fig["fig11"], "fig11-cores.svg", "cores (QD32 each)", "aggregate IOPS", "Fig. 11: 1..4 cores, rev 2")
+    bars(out, fig["fig12"], "fig12-urgency.svg", "urgency class (urgent capped at 1000 IOPS)", "IOPS",
          "Fig. 12: four classes competing, WRR 8:4:1, SSD ~4000 IOPS", col=2)
     fig13(out, fig["fig13_samples"], fig["fig13"])
-    bars(out, fig["fig14c"], "fig14c-latency-stddev.png", "iodepth", "clat stddev (µs)",
+    bars(out, fig["fig14c"], "fig14c-latency-stddev.svg", "iodepth", "clat stddev (µs)",
          "Fig. 14c: latency standard deviation, one core, rev 2", col=3)
     f, ax = plt.subplots(figsize=(6, 3.6))
     for k, r in enumerate(fig["mix"]):
@@ -102,5 +109,5 @@ def plot_all(out, fig):
     ax.set_ylabel("completion latency (µs)")
     ax.set_yscale("log")
     ax.legend(fontsize=8)
-    _save(f, out, "mix-70-30.png", "seed 001 §5.3: 70/30 mix, exponential sizes 4k..128k, QD16")
+    _save(f, out, "mix-70-30.svg", "seed 001 §5.3: 70/30 mix, exponential sizes 4k..128k, QD16")
     baseline(out, fig["baseline"])

@@ -6,8 +6,8 @@
  * "directnvm: job '<name>': <reason>" and fails the job (fio exits non-zero).
  *
  * Jobs run together between stonewalls; within such a section every job needs its own core.
- * The core is chosen here (the `core` option, else the job's CPU affinity, else the lowest
- * core no other job of the section uses), probed (claimed and released, so a core that
+ * The core is chosen here (the `core` option, else the job's cpus_allowed (split per job with
+ * cpus_allowed_policy=split), else the lowest core no other job of the section uses), probed (claimed and released, so a core that
  * another process holds is refused now), and claimed for good by the job thread in ->init.
  */
 #include <errno.h>
@@ -52,10 +52,14 @@ static int section_of(struct thread_data *target)
 	return -1;
 }
 
-/* The core named by the job: the option, else the first CPU of cpus_allowed; -1 if none. */
+/* The core named by the job: the option, else the job's CPU of cpus_allowed/cpumask (the first
+ * CPU of the mask, or with cpus_allowed_policy=split the one fio pins this job to); -1 if none.
+ * Without cpus_allowed fio's mask is the whole process affinity (its default), which names
+ * nothing: such a job is auto. */
 static int named_core(struct thread_data *td, int *err)
 {
 	struct dnvm_options *o = td->eo;
+	os_cpu_mask_t mask;
 	char *end;
 	long v;
 	int c;
@@ -70,11 +74,15 @@ static int named_core(struct thread_data *td, int *err)
 		}
 		return (int) v;
 	}
-	if (fio_cpu_count(&td->o.cpumask) > 0) {
-		for (c = 0; c < CPU_SETSIZE; c++)
-			if (fio_cpu_isset(&td->o.cpumask, c))
-				return c;
-	}
+	if (!fio_option_is_set(&td->o, cpumask) || fio_cpu_count(&td->o.cpumask) <= 0)
+		return -1;
+	mask = td->o.cpumask;
+	/* the CPU thread_main will pin the job to (fio's own split, by thread number) */
+	if (td->o.cpus_allowed_policy == FIO_CPUS_SPLIT && fio_cpus_split(&mask, td->thread_number - 1) <= 0)
+		return -1;
+	for (c = 0; c < CPU_SETSIZE; c++)
+		if (fio_cpu_isset(&mask, c))
+			return c;
 	return -1;
 }
 

@@ -13,11 +13,15 @@
 //! * `baseline`: paper/baseline-cpu.fio, the directnvm engine vs the kernel nvme driver on
 //!   QEMU's emulated NVMe (io_uring hipri, libaio, psync); boot it with the fake SSD's timing
 //!   off (`--fake-arg --timing --fake-arg none`) so only the software paths are compared;
-//! * `paper` (rev 2, 4 engines per HDU): the paper's jobs at the SSD model's default timing,
-//!   then, with the model slowed through the test mailbox (`DNVM_FIG_SLOW` permille, default
-//!   62500: 250k -> 4000 random-read IOPS, so the device is the bottleneck and the controller's
-//!   arbitration decides who is served), the urgency job at WRR weights 8:4:1 and the
-//!   foreground/background job at WRR 1:1, 8:1 and 128:1.
+//! * `paper` (rev 2, 4 engines per HDU): the paper's jobs at the SSD model's default timing and
+//!   configuration (boot it without `--max-inflight`: a cap of 8 commands inside the model
+//!   would be the depth sweep's ceiling, not the engine);
+//! * `arbitration` (rev 2, 4 engines per HDU, booted with `--fake-arg --max-inflight
+//!   --fake-arg 8` as `make wrr`, so the controller's arbitration decides who is served): with
+//!   the model slowed through the test mailbox (`DNVM_FIG_SLOW` permille, default 62500: 250k
+//!   -> 4000 random-read IOPS, so the device is the bottleneck), the urgency job at WRR weights
+//!   8:4:1 and the foreground/background job at WRR 1:1, 8:1 and 128:1. First, as a control,
+//!   the depth sweep at the model's default speed under this boot's cap (`depth-sweep-capped`).
 //!
 //! A figure tool, not a test: true when every fio run exited 0 with a JSON report.
 
@@ -89,17 +93,31 @@ fn weights(d: &Device, high: u32, medium: u32, low: u32) -> Result<(), String> {
     Ok(())
 }
 
-fn paper() -> Result<bool, String> {
+/// The rev 2 device with one engine per urgency class, its faults cleared.
+fn rev2_engines4() -> Result<(Device, Mailbox), String> {
     let d = Device::open().map_err(|e| format!("open /dev/directnvm: {e}"))?;
     if d.hdu_info(0).map(|i| i.engines).unwrap_or(1) < 4 {
         return Err("needs a rev 2 device with 4 engines per HDU (--revision 2 --engines 4)".into());
     }
     let mb = Mailbox::open()?;
     mb.cmd(TESTDEV_CMD_CLEAR_FAULTS, &[])?;
+    Ok((d, mb))
+}
+
+fn paper() -> Result<bool, String> {
+    let _dev = rev2_engines4()?;
     let mut ok = true;
     for file in ["qd1-latency", "depth-sweep", "staging-sweep", "four-cores", "latency-stddev", "mix-70-30"] {
         ok &= run_job(file, file);
     }
+    Ok(ok)
+}
+
+fn arbitration() -> Result<bool, String> {
+    let (d, mb) = rev2_engines4()?;
+    // Control run: the depth sweep again at the model's default speed, now under this boot's
+    // cap on commands in flight (the paper boot's sweep has no cap).
+    let mut ok = run_job("depth-sweep-capped", "depth-sweep");
     let slow = std::env::var("DNVM_FIG_SLOW").ok().and_then(|v| v.parse().ok()).unwrap_or(62_500u64);
     mb.cmd(TESTDEV_CMD_SET_FAULT, &[TESTDEV_FAULT_SLOW, slow])?;
     println!("figures: SSD model slowed to {slow} permille of its default speed");
@@ -125,7 +143,8 @@ pub fn run() -> bool {
             }
         }
         "paper" => paper(),
-        other => Err(format!("DNVM_FIGURES={other}: expected baseline or paper")),
+        "arbitration" => arbitration(),
+        other => Err(format!("DNVM_FIGURES={other}: expected paper, arbitration or baseline")),
     };
     match r {
         Ok(ok) => ok,

@@ -22,6 +22,7 @@ const ENGINE: &str = "/usr/lib/fio/libfio_directnvm.so";
 
 const VERIFY_4CORES: &str = include_str!("../../../userspace/fio/jobs/check/verify-4cores.fio");
 const VERIFY_BSSPLIT: &str = include_str!("../../../userspace/fio/jobs/check/verify-bssplit.fio");
+const VERIFY_CLONES: &str = include_str!("../../../userspace/fio/jobs/check/verify-clones.fio");
 const VERIFY_DETECTS: &str = include_str!("../../../userspace/fio/jobs/check/verify-detects.fio");
 const BAD: &str = include_str!("../../../userspace/fio/jobs/check/bad.fio");
 const NVME_BASELINE: &str = include_str!("../../../userspace/fio/jobs/check/nvme-baseline.fio");
@@ -136,6 +137,9 @@ pub fn run(t: &mut Tap) {
     t.case("fio: verify=crc32c with bssplit 4k..128k, iodepth 32, batched doorbells, priority scheduler", || {
         verified(&fio("verify-bssplit", VERIFY_BSSPLIT)?, 1, bytes)
     });
+    t.case("fio: numjobs clones take distinct cores (4 auto, then 4 split over cpus_allowed=0-3), verify=crc32c", || {
+        verified(&fio("verify-clones", VERIFY_CLONES)?, 8, bytes)
+    });
     t.case("fio: kernel NVMe baseline: io_uring hipri on a polled queue of /dev/nvme0n1, verify=crc32c", || {
         let poll = std::fs::read_to_string("/sys/block/nvme0n1/queue/io_poll")
             .map_err(|e| format!("/sys/block/nvme0n1/queue/io_poll: {e} (no emulated NVMe attached?)"))?;
@@ -148,11 +152,12 @@ pub fn run(t: &mut Tap) {
         check(r.stderr.contains("verify"), format!("no verify failure on stderr: {}", r.stderr.trim()))
     });
 
-    let cases: [(&str, &str, &str); 9] = [
+    let cases: [(&str, &str, &str); 10] = [
         ("bs-not-block", "[bad]\nbs=6k", "block size 6144 is not a multiple of the 4096-byte block"),
         ("range", "[bad]\noffset=1020m\nsize=8m", "is beyond the namespace capacity"),
         ("numjobs", "[bad]\nnumjobs=5", "5 directnvm jobs run together but the engine has 4 cores"),
         ("core-twice", "[reader]\nrw=read\ncore=1\n[bad]\ncore=1", "core 1 already claimed by another job of this run"),
+        ("cpus-twice", "[reader]\nrw=read\ncpus_allowed=1\n[bad]\ncpus_allowed=1", "core 1 already claimed by another job of this run"),
         ("thread", "[bad]\nthread=0", "needs thread=1"),
         ("scheduler", "[bad]\nscheduler=bogus", "unknown scheduler 'bogus'"),
         ("depth", "[bad]\niodepth=2048", "iodepth 2048 is above the handle's 1024 requests"),
