@@ -7,7 +7,7 @@ the same rustc; see docs/board.md."
 HOMEPAGE = "${DIRECTNVM_HOMEPAGE}"
 SECTION = "kernel"
 LICENSE = "GPL-2.0-only"
-LIC_FILES_CHKSUM = "file://LICENSE;md5=ebefdb143e7c42e8212f6ebec0d8aa67 \
+LIC_FILES_CHKSUM = "file://LICENSE;md5=4a8105a21a8cbbe0391a89c60ed17832 \
                     file://LICENSES/GPL-2.0-only.txt;md5=b234ee4d69f5fce4486a80fdaf4a4263"
 
 # The sources are the checkout this layer lives in (EXTERNALSRC); nothing is fetched.
