@@ -13,7 +13,9 @@
 //! (8 buckets per octave: ±6 % resolution, 1 µs to ~18 min), not the mean: one slow request
 //! moves a mean of 64 samples by 1/64 of its size, a median not at all.
 //!
-//! Everything is fixed-size plain data (about 1.1 KiB): no allocation, no clock.
+//! Everything is fixed-size plain data (about 1.1 KiB): no allocation, no clock. That is why
+//! this is not `hdrhistogram` (used by the tools and the tenant accounting): its counts live in
+//! a heap `Vec` and recording can grow it, and this runs on the I/O path of every completion.
 
 /// Service classes: reads 0..8 and writes 8..16, by size (1, 2, 3–4, 5–8, …, >64 pages).
 pub const CLASSES: usize = 16;
