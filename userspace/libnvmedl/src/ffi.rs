@@ -217,7 +217,8 @@ fn with<T: Copy>(h: *mut NvmedlHandle, fail: T, f: impl FnOnce(&mut NvmedlHandle
 ///   "target_delay_us" (1..=1000000, default 50), "min_depth" (1..=1024, default 1),
 ///   "depth_window" (counted completions per decision, at least the limit, 8..=65536,
 ///   default 32), "depth_percentile" (percentile of the window's queueing delays that tracks
-///   the target, 1..=99, default 50);
+///   the target, 1..=99, default 50), "depth_slow_start" (0 off (default), 1: double the limit
+///   per decision while the delay is below half the target, from the start);
 /// * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
 ///   nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
 ///   (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,
@@ -258,8 +259,8 @@ pub unsafe extern "C" fn nvmedl_set_handle(h: *mut NvmedlHandle, param: *const c
 
 /// Read a handle option: "iodepth" (the limit in force now, adaptive or fixed), "adaptive",
 /// "scheduler", "tenant", "tenants", "depth_windows" (decisions of the depth controller so
-/// far); or a property: "max_request" (largest request in bytes), "data_size" and
-/// "data_free" (bytes of the data slice), "capacity_lbas" (512-byte LBAs), "revision", "core",
+/// far), "depth_slow_start"; or a property: "max_request" (largest request in bytes),
+/// "data_size" and "data_free" (bytes of the data slice), "capacity_lbas" (512-byte LBAs), "revision", "core",
 /// "engines" (urgency engines behind the HDU), "capacity" (requests the handle can hold).
 /// The value (≥ 0) or a negative code (an unknown name: invalid argument).
 ///

@@ -55,12 +55,13 @@ pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
             1 => h.h.set_depth_control(Some(h.h.depth_config())),
             _ => Err(Error::InvalidArgument),
         },
-        b"target_delay_us" | b"min_depth" | b"depth_window" | b"depth_percentile" => {
+        b"target_delay_us" | b"min_depth" | b"depth_window" | b"depth_percentile" | b"depth_slow_start" => {
             let mut c = h.h.depth_config();
             match name {
                 b"target_delay_us" => c.target = Duration::from_micros(range(v, 1, 1_000_000)?),
                 b"min_depth" => c.min_depth = range(v, 1, 1024)? as usize,
                 b"depth_percentile" => c.percentile = range(v, 1, 99)? as u8,
+                b"depth_slow_start" => c.slow_start = range(v, 0, 1)? == 1,
                 _ => c.window_ios = range(v, 8, 65536)? as u32,
             }
             c.validate()?;
@@ -118,6 +119,7 @@ pub(crate) fn get(h: &NvmedlHandle, name: &[u8]) -> Result<u64> {
         b"tenant" => u64::from(h.h.tenant()),
         b"tenants" => u64::from(h.h.tenant_accounting_on()),
         b"depth_windows" => h.h.depth_sample().map_or(0, |s| s.windows),
+        b"depth_slow_start" => u64::from(h.h.depth_config().slow_start),
         _ => return crate::ffi::property(h, name).ok_or(Error::InvalidArgument),
     })
 }

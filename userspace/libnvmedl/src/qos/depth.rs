@@ -27,7 +27,10 @@
 //!   by at least one slot per window (additive increase). Each step is bounded: at most
 //!   halve, at most +25 % + 1.
 //! * **Start.** The handle starts the controller at `min_depth` (first window a drain window)
-//!   and lets it grow; it never jumps to the upper bound.
+//!   and lets it grow; it never jumps to the upper bound. With `slow_start` (off by default)
+//!   the limit doubles per decision while the delay is below half the target, as TCP's slow
+//!   start, and the controller leaves slow start for good at the first window whose delay
+//!   reaches half the target.
 //!
 //! The controller is plain data (no heap, no clock of its own, ~1.3 KiB): the handle feeds it
 //! the time it read anyway when completing requests. Cost per completion: a compare, a min,
@@ -58,6 +61,10 @@ pub struct DepthConfig {
     pub probe_every: u32,
     /// Percentile of the window's delays that tracks the target (default 50; 1 ..= 99).
     pub percentile: u8,
+    /// Slow start (default off): from the start, while the window's delay stays below half
+    /// the target, double the limit per decision instead of the bounded PI step; the first
+    /// window at or above half the target ends it for good (until the controller restarts).
+    pub slow_start: bool,
 }
 
 impl Default for DepthConfig {
@@ -71,6 +78,7 @@ impl Default for DepthConfig {
             ki: 0.5,
             probe_every: 64,
             percentile: 50,
+            slow_start: false,
         }
     }
 }
@@ -143,6 +151,8 @@ pub struct DepthController {
     n: u32,
     sum_ns: u64,
     limited: bool,
+    /// In slow start (`DepthConfig::slow_start`, until the delay reaches half the target).
+    slow: bool,
     floors: Floors,
     hist: DelayHist,
     last: DepthSample,
@@ -174,6 +184,7 @@ impl DepthController {
             n: 0,
             sum_ns: 0,
             limited: false,
+            slow: cfg.slow_start,
             floors: Floors::default(),
             hist: DelayHist::default(),
             last: DepthSample::default(),
@@ -260,14 +271,17 @@ impl DepthController {
             let err = (target - delay as f64) / per_slot;
             let mut du = self.cfg.kp * (err - self.prev_err) + self.cfg.ki * err;
             self.prev_err = err;
-            if (delay as f64) < target / 2.0 {
-                // Under-used: additive increase.
-                du = du.max(1.0);
+            let under_used = (delay as f64) < target / 2.0;
+            self.slow &= under_used;
+            if under_used {
+                // Under-used: additive increase, or doubling in slow start.
+                du = if self.slow { self.limit } else { du.max(1.0) };
             }
             if du > 0.0 && !self.limited {
                 du = 0.0;
             }
-            let du = du.clamp(-self.limit / 2.0, self.limit / 4.0 + 1.0);
+            let up = if self.slow { self.limit } else { self.limit / 4.0 + 1.0 };
+            let du = du.clamp(-self.limit / 2.0, up);
             self.limit = (self.limit + du).clamp(self.cfg.min_depth as f64, self.max as f64);
             if self.cfg.probe_every > 0 && self.windows.is_multiple_of(u64::from(self.cfg.probe_every)) {
                 self.probing = true;

@@ -214,6 +214,36 @@ mod tests {
         assert!(again.samples.iter().take(10).any(|s| (s.limit as f64) > levels[1] * 1.2), "{:?}", &again.samples[..10]);
     }
 
+    /// Decisions until the limit first reaches 3/4 of its settled median (`n` settled windows).
+    fn windows_to_settle(r: &Run) -> usize {
+        let lim = median(settled(r, 30).iter().map(|s| s.limit as u64).collect()) as usize;
+        r.samples.iter().position(|s| !s.probe && s.limit * 4 >= lim * 3).map_or(usize::MAX, |i| i + 1)
+    }
+
+    #[test]
+    fn slow_start_settles_in_fewer_windows() {
+        for target_us in [20_000u64, 50_000] {
+            let mut runs = Vec::new();
+            for slow_start in [false, true] {
+                let cfg = DepthConfig { target: Duration::from_micros(target_us), slow_start, ..DepthConfig::default() };
+                let mut c = DepthController::new(cfg, 1, 128).unwrap();
+                let r = mix_device().run(Some(&mut c), 0, 15_000);
+                runs.push((windows_to_settle(&r), r));
+            }
+            let ((additive, a), (slow, s)) = (&runs[0], &runs[1]);
+            println!("target {target_us} us: settles after {additive} windows additive, {slow} with slow start");
+            // Slow start reaches the operating point in fewer decisions ...
+            assert!(slow < additive, "target {target_us} us: {slow} vs {additive}: {:?}", &s.samples[..12]);
+            // ... and settles at the same level (medians within 25 %), with the delay near the
+            // target (within ±50 %): doubling does not leave it stuck above the target.
+            let lim = |r: &Run| median(settled(r, 30).iter().map(|d| d.limit as u64).collect()) as f64;
+            assert!((lim(s) - lim(a)).abs() <= lim(a) * 0.25, "{} vs {}", lim(s), lim(a));
+            let d = median(settled(s, 30).iter().map(|d| d.delay_ns).collect());
+            let t = target_us * 1000;
+            assert!(d > t / 2 && d < t * 3 / 2, "target {target_us} us: settled delay {d} ns");
+        }
+    }
+
     /// The frontier table of docs/qos.md §1 (`cargo test -p libnvmedl --lib frontier -- --ignored
     /// --nocapture`).
     #[test]

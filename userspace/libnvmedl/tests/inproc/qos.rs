@@ -177,10 +177,14 @@ fn c_abi_qos_keys() {
         (c"adaptive", 2),
         (c"depth_percentile", 0),
         (c"depth_percentile", 100),
+        (c"depth_slow_start", 2),
     ] {
         assert_eq!(set(k, bad), einval, "{k:?} = {bad}");
     }
     assert_eq!(set(c"depth_percentile", 90), 0);
+    assert_eq!(get(c"depth_slow_start"), 0);
+    assert_eq!(set(c"depth_slow_start", 1), 0);
+    assert_eq!(get(c"depth_slow_start"), 1);
     assert_eq!(set(c"iodepth", 64), 0);
     assert_eq!(set(c"target_delay_us", 100), 0);
     assert_eq!(set(c"min_depth", 4), 0);
