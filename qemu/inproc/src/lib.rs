@@ -50,12 +50,15 @@ pub struct InProcConfig {
     pub disk_size: u64,
     /// Rev 2 START queue depth (`HduCaps::start_queue`: 0 or 1).
     pub start_queue: u32,
+    /// SSD model parameters (`None`: the model's defaults); apply with a `timing` other
+    /// than `None`.
+    pub ssd: Option<fakehdu::timing::SsdParams>,
 }
 
 impl InProcConfig {
     /// One engine per HDU, no SSD timing, 64 MiB namespace.
     pub fn new(revision: u32) -> Self {
-        Self { revision, engines: 1, timing: fakehdu::TimingMode::None, disk_size: 64 << 20, start_queue: 1 }
+        Self { revision, engines: 1, timing: fakehdu::TimingMode::None, disk_size: 64 << 20, start_queue: 1, ssd: None }
     }
 }
 
@@ -87,6 +90,9 @@ impl InProc {
         cfg.timing = c.timing;
         cfg.disk_size = c.disk_size;
         cfg.start_queue = c.start_queue;
+        if let Some(ssd) = c.ssd {
+            cfg.nvme.ssd = ssd;
+        }
         let model = FakeHdu::start(cfg).map_err(|_| Error::InvalidArgument)?;
         let board = model.board().clone();
         let params = LayoutParams {

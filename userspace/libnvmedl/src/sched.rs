@@ -50,6 +50,24 @@ pub trait Scheduler: Send {
     fn tier_stats(&self) -> Option<crate::qos::TierStats> {
         None
     }
+    /// Starvation bound of a guarded scheduler in ns (0: no guard). The handle then enforces
+    /// it between batches (docs/qos.md §2): while `guard_armed_until` lies ahead it checks
+    /// `guard_due` at every progress step, keeps the rev 2 START queue slot for overdue
+    /// requests and caps batches at a quarter of the bound of estimated device time.
+    fn guard_bound_ns(&self) -> u64 {
+        0
+    }
+    /// Until when (ns of the `pop` clock) the guard is armed: `u64::MAX` while a guarded
+    /// request is queued, else some time after the last guarded service (0: not armed).
+    fn guard_armed_until(&self) -> u64 {
+        0
+    }
+    /// Whether a guarded request is overdue at `now_ns` (the next `pop` serves it first).
+    /// Starts the wait of requests queued since the last call, so the handle calls it at
+    /// every progress step while the guard is armed.
+    fn guard_due(&mut self, _now_ns: u64) -> bool {
+        false
+    }
 }
 
 /// First in, first out (the default).

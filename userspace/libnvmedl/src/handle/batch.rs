@@ -19,9 +19,10 @@ impl Handle {
     pub(super) fn launch(&mut self) {
         let qos = self.depth_ctl.is_some() || self.tenants.is_some();
         let now = if self.sched.uses_clock() || qos { self.now_ns().max(1) } else { 0 };
-        if qos {
+        if qos || self.guard_ns > 0 {
             self.clock_ns = now;
         }
+        let cap = self.batch_cap();
         let stamp = if qos { now } else { 0 };
         if self.flights.is_empty() {
             self.inflight.clear();
@@ -35,7 +36,7 @@ impl Handle {
             // Only the fields the entries need (a whole-slot copy costs on the hot path).
             let s = &mut self.slots[id as usize];
             let entries = s.entries;
-            if base + n + entries > limit {
+            if base + n + entries > limit || (n > 0 && n + entries > cap) {
                 let info = s.info;
                 self.sched.unpop(id, info);
                 break;
@@ -91,13 +92,22 @@ impl Handle {
             }
             _ => Hw::InFlight { started_ns: 0, seen: false },
         };
-        self.flights.push_back(Flight { lo: base, hi: base + n, reqs: self.inflight.len() - reqs0 });
+        self.flights.push_back(Flight { lo: base, hi: base + n, reqs: self.inflight.len() - reqs0, start_ns: now });
     }
 
     /// START queue: the device takes another START now (the last one was consumed, fewer than
     /// two batches are in flight, and DONE.QUEUED reads 0, which only the device clears).
-    pub(super) fn can_queue(&self, seen: bool) -> bool {
-        if !self.start_queue || !seen || self.flights.len() >= 2 || self.sched.len() < self.batch {
+    /// `guard` is this step's `guard_step`: while the guard is armed the slot is kept for an
+    /// overdue tier (`Some(true)`), whatever the batch threshold.
+    pub(super) fn can_queue(&self, seen: bool, guard: Option<bool>) -> bool {
+        if !self.start_queue || !seen || self.flights.len() >= 2 {
+            return false;
+        }
+        let wanted = match guard {
+            Some(due) => due,
+            None => self.sched.len() >= self.batch,
+        };
+        if !wanted {
             return false;
         }
         let (base, limit) = self.free_region();
@@ -117,6 +127,7 @@ impl Handle {
                 break;
             }
             self.flights.pop_front();
+            self.flight_ended(f);
             self.inflight.drain(..f.reqs);
             self.inflight_done.drain(..f.reqs);
             self.scan_from -= f.reqs;

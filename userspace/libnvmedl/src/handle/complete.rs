@@ -60,6 +60,10 @@ impl Handle {
             let r = if self.revision.has_status() { self.status_of(&self.slots[id as usize], false).unwrap_or(Ok(())) } else { Ok(()) };
             self.complete(id, r);
         }
+        for k in 0..self.flights.len() {
+            let f = self.flights[k];
+            self.flight_ended(f);
+        }
         self.clear_inflight();
     }
 

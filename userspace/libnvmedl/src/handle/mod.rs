@@ -4,7 +4,8 @@
 //! `options` (accessors, setters), `buffers` (the DMA data slice), `submit` (level 1),
 //! `batch` (level 2: staging entries, START), `complete` (status words, DONE), `progress`
 //! (the state machine, timeouts, poll/drain), `sync` (blocking calls), `recovery` (reset,
-//! late DONE) and `qos_hooks` (the clock, depth and tenant samples). `Device` is in
+//! late DONE), `qos_hooks` (the clock, depth and tenant samples) and `guard` (the tiers'
+//! starvation guard between batches). `Device` is in
 //! `crate::device`, the request types in `crate::request`.
 //!
 //! ## The two-level queue
@@ -67,6 +68,7 @@ use crate::sched::{SchedInfo, Scheduler};
 mod batch;
 mod buffers;
 mod complete;
+mod guard;
 mod options;
 mod progress;
 mod qos_hooks;
@@ -110,6 +112,8 @@ struct Flight {
     lo: u32,
     hi: u32,
     reqs: usize,
+    /// Clock at START (0: not read).
+    start_ns: u64,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -198,6 +202,10 @@ pub struct Handle {
     clock_ns: u64,
     /// Clock reading of the current `progress` step (0: not read yet).
     step_ns: u64,
+    /// The scheduler's starvation bound (`Scheduler::guard_bound_ns`; 0: no guard).
+    guard_ns: u64,
+    /// Device time per entry, for the guard's batch cap.
+    dev_time: guard::DeviceTime,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -295,8 +303,11 @@ impl Handle {
             tenant: 0,
             clock_ns: 0,
             step_ns: 0,
+            guard_ns: 0,
+            dev_time: guard::DeviceTime::default(),
             _not_sync: PhantomData,
         };
+        h.guard_ns = h.sched.guard_bound_ns();
         h.program_queue_regs();
         Ok(h)
     }

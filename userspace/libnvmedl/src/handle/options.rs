@@ -116,6 +116,7 @@ impl Handle {
             return Err(Error::Busy);
         }
         s.reserve(self.slots.len());
+        self.guard_ns = s.guard_bound_ns();
         self.sched = s;
         Ok(())
     }

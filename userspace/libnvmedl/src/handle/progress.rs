@@ -39,7 +39,8 @@ impl Handle {
                         }
                     }
                     self.hw = Hw::InFlight { started_ns, seen };
-                    if self.can_queue(seen) {
+                    let guard = self.guard_step();
+                    if self.can_queue(seen, guard) {
                         self.launch();
                     }
                     return;

@@ -8,9 +8,12 @@
 //!   FIFO lane, weighted by the tier's weight times the tenant's boost
 //!   (`Scheduler::set_tenant_weight`), so an under-served tenant catches up inside its tier.
 //! * Guard: a backlogged tier (1 .. 3) that has not been served for longer than `max_wait` is
-//!   served next, for up to `guard_batch` requests, even over tier 0. The interval counts from
-//!   the last service of the tier, or from the first `pop` that saw it backlogged (pushes carry
-//!   no time), so the bound holds to within one batch.
+//!   served next, for up to `guard_batch` requests, even over tier 0; every other backlogged
+//!   lower tier that has waited more than half of `max_wait` is served with it. The interval
+//!   counts from the last service of the tier, or from the first `pop` or `guard_due` that saw
+//!   it backlogged (pushes carry no time). A request `unpop`ped (picked, then left out of the
+//!   batch) keeps the wait start it had. The handle asks `guard_due` at every progress step
+//!   while the guard is armed and starts a batch for an overdue tier at once (docs/qos.md §2).
 //!
 //! Allocation-free after `reserve`: every lane is pre-sized to the handle's capacity.
 
@@ -84,7 +87,21 @@ pub struct Tiered {
     len: usize,
     since: [u64; TIERS],
     forced_left: [u32; TIERS],
+    /// Time of the last service of a lower tier (0: none yet).
+    last_lower_ns: u64,
+    /// What the last `pop` changed, for `unpop`.
+    undo: Option<Undo>,
     stats: TierStats,
+}
+
+/// The guard state of the tier of the last `pop`, as it was before it.
+#[derive(Clone, Copy, Debug)]
+struct Undo {
+    tier: usize,
+    since: u64,
+    forced_left: u32,
+    forced: bool,
+    max_wait_ns: u64,
 }
 
 impl Tiered {
@@ -103,6 +120,8 @@ impl Tiered {
             len: 0,
             since: [UNSET; TIERS],
             forced_left: [0; TIERS],
+            last_lower_ns: 0,
+            undo: None,
             stats: TierStats::default(),
         })
     }
@@ -167,36 +186,51 @@ impl Tiered {
         Some(b)
     }
 
-    /// The backlogged lower tier that waited longest past `max_wait`, if any; stamps the
-    /// start of the wait of tiers seen backlogged for the first time.
+    fn bound_ns(&self) -> u64 {
+        self.cfg.max_wait.as_nanos() as u64
+    }
+
+    /// How long backlogged lower tier `t` has waited at `now_ns` (`None`: not backlogged, or
+    /// its wait starts now: stamped here).
+    fn waited(&mut self, t: usize, now_ns: u64) -> Option<u64> {
+        if self.tier_len[t] == 0 {
+            return None;
+        }
+        if self.since[t] == UNSET {
+            self.since[t] = now_ns;
+            return None;
+        }
+        Some(now_ns.saturating_sub(self.since[t]))
+    }
+
+    /// The lower tier to force now, if any: one already being forced, else the one that waited
+    /// longest past `max_wait`; the other lower tiers past half of `max_wait` are forced with
+    /// it. Stamps the wait start of tiers seen backlogged for the first time.
     fn overdue(&mut self, now_ns: u64) -> Option<usize> {
-        let bound = self.cfg.max_wait.as_nanos() as u64;
+        let bound = self.bound_ns();
         if bound == 0 {
             return None;
         }
-        let mut worst: Option<(u64, usize)> = None;
-        for t in 1..TIERS {
-            if self.tier_len[t] == 0 {
-                continue;
-            }
-            if self.forced_left[t] > 0 {
-                return Some(t);
-            }
-            if self.since[t] == UNSET {
-                self.since[t] = now_ns;
-                continue;
-            }
-            let waited = now_ns.saturating_sub(self.since[t]);
-            if waited > bound && worst.is_none_or(|(w, _)| waited > w) {
-                worst = Some((waited, t));
+        if let Some(t) = (1..TIERS).find(|&t| self.tier_len[t] > 0 && self.forced_left[t] > 0) {
+            return Some(t);
+        }
+        let waits: [Option<u64>; TIERS] = std::array::from_fn(|t| if t == 0 { None } else { self.waited(t, now_ns) });
+        let (_, t) = (1..TIERS).filter_map(|t| waits[t].filter(|&w| w > bound).map(|w| (w, t))).max()?;
+        for (u, w) in waits.iter().enumerate() {
+            if w.is_some_and(|w| w > bound / 2) {
+                self.forced_left[u] = self.cfg.guard_batch;
             }
         }
-        let (_, t) = worst?;
-        self.forced_left[t] = self.cfg.guard_batch;
         Some(t)
     }
 
-    fn served(&mut self, t: usize, now_ns: u64) {
+    fn served(&mut self, t: usize, now_ns: u64, forced: bool) {
+        self.undo =
+            Some(Undo { tier: t, since: self.since[t], forced_left: self.forced_left[t], forced, max_wait_ns: self.stats.max_wait_ns[t] });
+        if forced {
+            self.forced_left[t] = self.forced_left[t].saturating_sub(1);
+            self.stats.forced += 1;
+        }
         self.tier_len[t] -= 1;
         self.len -= 1;
         self.stats.served[t] += 1;
@@ -207,6 +241,9 @@ impl Tiered {
         self.since[t] = if self.tier_len[t] == 0 { UNSET } else { now_ns };
         if self.tier_len[t] == 0 {
             self.forced_left[t] = 0;
+        }
+        if t > 0 && self.bound_ns() > 0 {
+            self.last_lower_ns = now_ns.max(1);
         }
     }
 }
@@ -238,18 +275,16 @@ impl Scheduler for Tiered {
         }
         if let Some(t) = self.overdue(now_ns) {
             let id = self.pop_lane(t)?;
-            self.forced_left[t] = self.forced_left[t].saturating_sub(1);
-            self.stats.forced += 1;
-            self.served(t, now_ns);
+            self.served(t, now_ns, true);
             return Some(id);
         }
         if let Some(id) = self.top.pop_front() {
-            self.served(0, now_ns);
+            self.served(0, now_ns, false);
             return Some(id);
         }
         let t = self.pick_weighted()?;
         let id = self.pop_lane(t)?;
-        self.served(t, now_ns);
+        self.served(t, now_ns, false);
         Some(id)
     }
 
@@ -263,6 +298,15 @@ impl Scheduler for Tiered {
         self.tier_len[t] += 1;
         self.len += 1;
         self.stats.served[t] = self.stats.served[t].saturating_sub(1);
+        // Not served after all: the tier keeps the wait start (and forced turn) it had.
+        if let Some(u) = self.undo.take().filter(|u| u.tier == t) {
+            self.since[t] = u.since;
+            self.forced_left[t] = u.forced_left;
+            self.stats.max_wait_ns[t] = u.max_wait_ns;
+            if u.forced {
+                self.stats.forced = self.stats.forced.saturating_sub(1);
+            }
+        }
     }
 
     fn len(&self) -> usize {
@@ -275,6 +319,39 @@ impl Scheduler for Tiered {
 
     fn tier_stats(&self) -> Option<TierStats> {
         Some(self.stats)
+    }
+
+    fn guard_bound_ns(&self) -> u64 {
+        self.bound_ns()
+    }
+
+    /// Armed while a lower tier is backlogged and for one bound after its last service: a
+    /// closed-loop background stream resubmits within that time and must not find an uncapped
+    /// batch in flight.
+    fn guard_armed_until(&self) -> u64 {
+        let bound = self.bound_ns();
+        if bound == 0 {
+            0
+        } else if self.tier_len[1..].iter().any(|&n| n > 0) {
+            u64::MAX
+        } else if self.last_lower_ns == 0 {
+            0
+        } else {
+            self.last_lower_ns.saturating_add(bound)
+        }
+    }
+
+    fn guard_due(&mut self, now_ns: u64) -> bool {
+        let bound = self.bound_ns();
+        if bound == 0 {
+            return false;
+        }
+        let mut due = false;
+        for t in 1..TIERS {
+            let forced = self.tier_len[t] > 0 && self.forced_left[t] > 0;
+            due |= forced | self.waited(t, now_ns).is_some_and(|w| w > bound);
+        }
+        due
     }
 
     fn set_tenant_weight(&mut self, tenant: u32, weight: f64) {
@@ -368,6 +445,79 @@ mod tests {
         assert!(gaps.iter().all(|&g| g <= 101), "{gaps:?}");
         // The scheduler's own measure of that interval agrees.
         assert!(st.max_wait_ns[3] > 90_000 && st.max_wait_ns[3] <= 101_000, "{st:?}");
+    }
+
+    #[test]
+    fn guard_due_reports_an_overdue_tier_between_batches() {
+        let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), ..TierConfig::default() });
+        assert_eq!(s.guard_bound_ns(), 100_000);
+        // A top tier alone never arms the guard.
+        s.push(1, info(0, 0));
+        assert_eq!(s.guard_armed_until(), 0);
+        assert_eq!(s.pop(5), Some(1));
+        assert_eq!(s.guard_armed_until(), 0);
+        // A queued lower tier arms it; its wait starts at the first check that sees it.
+        s.push(2, info(3, 0));
+        assert_eq!(s.guard_armed_until(), u64::MAX);
+        assert!(!s.guard_due(1_000));
+        assert!(!s.guard_due(101_000));
+        assert!(s.guard_due(101_001));
+        assert_eq!(s.pop(101_001), Some(2));
+        let st = s.stats();
+        assert_eq!((st.forced, st.max_wait_ns[3]), (1, 100_001));
+        // Armed for one bound after its last service, then not.
+        assert_eq!(s.guard_armed_until(), 201_001);
+        assert!(!s.guard_due(300_000));
+        let off = sched(TierConfig { max_wait: Duration::ZERO, ..TierConfig::default() });
+        assert_eq!((off.guard_bound_ns(), off.guard_armed_until()), (0, 0));
+    }
+
+    #[test]
+    fn a_request_put_back_keeps_its_wait_start() {
+        let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), ..TierConfig::default() });
+        s.push(1, info(3, 0));
+        s.push(2, info(3, 0));
+        assert!(!s.guard_due(0));
+        // Picked at 50 µs (nothing else queued), then left out of the batch.
+        assert_eq!(s.pop(50_000), Some(1));
+        s.unpop(1, info(3, 0));
+        // The wait still counts from 0, not from the pick.
+        assert!(s.guard_due(100_001));
+        assert_eq!(s.pop(100_001), Some(1));
+        assert_eq!(s.stats().forced, 1);
+        // A forced pick put back is not counted, and the forced turn stays.
+        s.unpop(1, info(3, 0));
+        assert_eq!(s.stats().forced, 0);
+        assert_eq!(s.stats().max_wait_ns[3], 0);
+        s.push(3, info(0, 0));
+        assert_eq!(s.pop(100_002), Some(1), "still forced over the top tier");
+        assert_eq!(s.stats().max_wait_ns[3], 100_002);
+    }
+
+    #[test]
+    fn an_overdue_tier_takes_the_tiers_past_half_the_bound_with_it() {
+        let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), guard_batch: 2, ..TierConfig::default() });
+        for i in 0..3 {
+            s.push(300 + i, info(3, 0));
+        }
+        s.guard_due(0);
+        for i in 0..3 {
+            s.push(200 + i, info(2, 0));
+        }
+        s.guard_due(40_000);
+        for i in 0..3 {
+            s.push(100 + i, info(1, 0));
+        }
+        s.guard_due(80_000);
+        for i in 0..10 {
+            s.push(i, info(0, 0));
+        }
+        // At 101 µs tier 3 is overdue; tier 2 waited 61 µs (past half), tier 1 21 µs.
+        let mut got: Vec<u32> = (0..5).map(|_| s.pop(101_000).unwrap()).collect();
+        assert_eq!(got[0], 300, "the overdue tier first");
+        got[..4].sort_unstable();
+        assert_eq!(got, [200, 201, 300, 301, 0], "then the forced turns, then tier 0");
+        assert_eq!(s.stats().forced, 4);
     }
 
     #[test]
