@@ -94,7 +94,15 @@ pub struct Tiered {
     stats: TierStats,
 }
 
-/// The guard state of the tier of the last `pop`, as it was before it.
+/// One smooth-WRR round: who was picked and what the backlogged ones gained in total.
+#[derive(Clone, Copy, Debug, Default)]
+struct Credit {
+    picked: usize,
+    total: i64,
+}
+
+/// What the last `pop` changed, as it was before it: the guard state of its tier and the
+/// WRR rounds among tenant lanes and among tiers (total 0: no round).
 #[derive(Clone, Copy, Debug)]
 struct Undo {
     tier: usize,
@@ -102,6 +110,8 @@ struct Undo {
     forced_left: u32,
     forced: bool,
     max_wait_ns: u64,
+    lane: Credit,
+    tier_round: Credit,
 }
 
 impl Tiered {
@@ -145,7 +155,7 @@ impl Tiered {
     }
 
     /// Pop from tier `t` (1 ..= 3) by WRR among its backlogged tenant lanes.
-    fn pop_lane(&mut self, t: usize) -> Option<u32> {
+    fn pop_lane(&mut self, t: usize) -> Option<(u32, Credit)> {
         let lanes = &mut self.lanes[t - 1];
         let credit = &mut self.credit[t - 1];
         let mut total = 0i64;
@@ -163,11 +173,11 @@ impl Tiered {
         }
         let b = best?;
         credit[b] -= total;
-        lanes[b].pop_front()
+        Some((lanes[b].pop_front()?, Credit { picked: b, total }))
     }
 
     /// Pick a lower tier by smooth WRR among the backlogged ones.
-    fn pick_weighted(&mut self) -> Option<usize> {
+    fn pick_weighted(&mut self) -> Option<(usize, Credit)> {
         let mut total = 0i64;
         let mut best: Option<usize> = None;
         for t in 1..TIERS {
@@ -183,7 +193,30 @@ impl Tiered {
         }
         let b = best?;
         self.tcredit[b] -= total;
-        Some(b)
+        Some((b, Credit { picked: b, total }))
+    }
+
+    /// Take back a smooth-WRR round (`unpop`): the picked one gets its payment back and every
+    /// backlogged one gives back its weight (the backlogged set is the one of the round again,
+    /// as the request is queued again).
+    fn undo_round(&mut self, t: usize, lane: Credit, tier: Credit) {
+        if t > 0 && lane.total > 0 {
+            let credit = &mut self.credit[t - 1];
+            credit[lane.picked] += lane.total;
+            for (l, q) in self.lanes[t - 1].iter().enumerate() {
+                if !q.is_empty() {
+                    credit[l] -= self.boost[l] as i64;
+                }
+            }
+        }
+        if tier.total > 0 {
+            self.tcredit[tier.picked] += tier.total;
+            for u in 1..TIERS {
+                if self.tier_len[u] > 0 {
+                    self.tcredit[u] -= i64::from(self.cfg.weights[u - 1]);
+                }
+            }
+        }
     }
 
     fn bound_ns(&self) -> u64 {
@@ -224,9 +257,16 @@ impl Tiered {
         Some(t)
     }
 
-    fn served(&mut self, t: usize, now_ns: u64, forced: bool) {
-        self.undo =
-            Some(Undo { tier: t, since: self.since[t], forced_left: self.forced_left[t], forced, max_wait_ns: self.stats.max_wait_ns[t] });
+    fn served(&mut self, t: usize, now_ns: u64, forced: bool, lane: Credit, tier_round: Credit) {
+        self.undo = Some(Undo {
+            tier: t,
+            since: self.since[t],
+            forced_left: self.forced_left[t],
+            forced,
+            max_wait_ns: self.stats.max_wait_ns[t],
+            lane,
+            tier_round,
+        });
         if forced {
             self.forced_left[t] = self.forced_left[t].saturating_sub(1);
             self.stats.forced += 1;
@@ -274,17 +314,17 @@ impl Scheduler for Tiered {
             return None;
         }
         if let Some(t) = self.overdue(now_ns) {
-            let id = self.pop_lane(t)?;
-            self.served(t, now_ns, true);
+            let (id, lane) = self.pop_lane(t)?;
+            self.served(t, now_ns, true, lane, Credit::default());
             return Some(id);
         }
         if let Some(id) = self.top.pop_front() {
-            self.served(0, now_ns, false);
+            self.served(0, now_ns, false, Credit::default(), Credit::default());
             return Some(id);
         }
-        let t = self.pick_weighted()?;
-        let id = self.pop_lane(t)?;
-        self.served(t, now_ns, false);
+        let (t, round) = self.pick_weighted()?;
+        let (id, lane) = self.pop_lane(t)?;
+        self.served(t, now_ns, false, lane, round);
         Some(id)
     }
 
@@ -298,8 +338,11 @@ impl Scheduler for Tiered {
         self.tier_len[t] += 1;
         self.len += 1;
         self.stats.served[t] = self.stats.served[t].saturating_sub(1);
-        // Not served after all: the tier keeps the wait start (and forced turn) it had.
+        // Not served after all: the tier keeps the wait start (and forced turn) it had, and
+        // the WRR rounds are taken back (a batch cap puts a request back at every batch; a
+        // round kept each time would starve the lane it picked).
         if let Some(u) = self.undo.take().filter(|u| u.tier == t) {
+            self.undo_round(t, u.lane, u.tier_round);
             self.since[t] = u.since;
             self.forced_left[t] = u.forced_left;
             self.stats.max_wait_ns[t] = u.max_wait_ns;
@@ -492,6 +535,29 @@ mod tests {
         s.push(3, info(0, 0));
         assert_eq!(s.pop(100_002), Some(1), "still forced over the top tier");
         assert_eq!(s.stats().max_wait_ns[3], 100_002);
+    }
+
+    #[test]
+    fn put_back_requests_do_not_skew_the_weights() {
+        // A batch cap of one request: every batch picks a second request and puts it back.
+        let mut s = sched(TierConfig { weights: [3, 1, 1], max_wait: Duration::ZERO, guard_batch: 8 });
+        for i in 0..1000 {
+            s.push(i, info(2, 1));
+            s.push(1000 + i, info(2, 2));
+            s.push(2000 + i, info(1, 0));
+        }
+        let (mut tenant2, mut tier1) = (0, 0);
+        for _ in 0..400 {
+            let id = s.pop(0).unwrap();
+            tenant2 += usize::from((1000..2000).contains(&id));
+            tier1 += usize::from(id >= 2000);
+            let back = s.pop(0).unwrap();
+            let p = if back >= 2000 { 1 } else { 2 };
+            s.unpop(back, info(p, if (1000..2000).contains(&back) { 2 } else { 1 }));
+        }
+        // Tier 1 : tier 2 = 3 : 1, and tier 2's 100 split evenly between its tenants.
+        assert!((295..=305).contains(&tier1), "tier 1 got {tier1} of 400");
+        assert!((45..=55).contains(&tenant2), "tenant 2 got {tenant2} of tier 2's {}", 400 - tier1);
     }
 
     #[test]
