@@ -52,8 +52,9 @@ pub trait Scheduler: Send {
     }
     /// Starvation bound of a guarded scheduler in ns (0: no guard). The handle then enforces
     /// it between batches (docs/qos.md §2): while `guard_armed_until` lies ahead it checks
-    /// `guard_due` at every progress step, keeps the rev 2 START queue slot for overdue
-    /// requests and caps batches at a quarter of the bound of estimated device time.
+    /// `guard_due_in` at every progress step, keeps the rev 2 START queue slot free for the
+    /// next overdue request and caps batches at a quarter of the bound of estimated device
+    /// time.
     fn guard_bound_ns(&self) -> u64 {
         0
     }
@@ -62,11 +63,17 @@ pub trait Scheduler: Send {
     fn guard_armed_until(&self) -> u64 {
         0
     }
-    /// Whether a guarded request is overdue at `now_ns` (the next `pop` serves it first).
-    /// Starts the wait of requests queued since the last call, so the handle calls it at
-    /// every progress step while the guard is armed.
-    fn guard_due(&mut self, _now_ns: u64) -> bool {
+    /// Whether the guard covers a request of `info` (the handle keeps the guard armed while
+    /// one is in flight, and for one bound after the last one completed).
+    fn guards(&self, _info: &SchedInfo) -> bool {
         false
+    }
+    /// Nanoseconds from `now_ns` until a queued guarded request is overdue: 0 when one is
+    /// (the next `pop` serves it first), `u64::MAX` when none is queued. Starts the wait of
+    /// requests queued since the last call, so the handle calls it at every progress step
+    /// while the guard is armed.
+    fn guard_due_in(&mut self, _now_ns: u64) -> u64 {
+        u64::MAX
     }
 }
 

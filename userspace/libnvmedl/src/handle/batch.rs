@@ -43,6 +43,10 @@ impl Handle {
             }
             s.first_entry = base + n;
             s.launch_ns = stamp;
+            if self.guard_ns > 0 && self.sched.guards(&s.info) {
+                s.guarded = true;
+                self.guard_inflight += 1;
+            }
             let (op, urgency, len, bus, lba) = (s.op, s.urgency, s.len, s.bus, s.lba);
             let mut done = 0u32;
             for i in 0..entries {
@@ -97,16 +101,13 @@ impl Handle {
 
     /// START queue: the device takes another START now (the last one was consumed, fewer than
     /// two batches are in flight, and DONE.QUEUED reads 0, which only the device clears).
-    /// `guard` is this step's `guard_step`: while the guard is armed the slot is kept for an
-    /// overdue tier (`Some(true)`), whatever the batch threshold.
+    /// `guard` is this step's `guard_step`: while the guard is armed it decides (an overdue
+    /// tier goes at once, whatever the batch threshold).
     pub(super) fn can_queue(&self, seen: bool, guard: Option<bool>) -> bool {
         if !self.start_queue || !seen || self.flights.len() >= 2 {
             return false;
         }
-        let wanted = match guard {
-            Some(due) => due,
-            None => self.sched.len() >= self.batch,
-        };
+        let wanted = guard.unwrap_or(self.sched.len() >= self.batch);
         if !wanted {
             return false;
         }

@@ -10,6 +10,9 @@ impl Handle {
             let s = self.slots[id as usize];
             self.account(&s, result.is_ok());
         }
+        if self.slots[id as usize].guarded {
+            self.guard_completed(id);
+        }
         let s = &self.slots[id as usize];
         let (sync, seq, tag) = (s.sync, s.info.seq, s.tag);
         self.free.push(id);

@@ -1,16 +1,17 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The handle's side of the starvation guard (`Scheduler::guard_bound_ns`, docs/qos.md §2).
 //!
-//! While the scheduler's guard is armed (a lower tier is queued, or was served less than one
-//! bound ago):
-//! * every progress step reads the clock once and asks the scheduler whether a tier is
-//!   overdue (`Scheduler::guard_due`);
-//! * on rev 2 the START queue slot is kept for the guard: a second batch is queued behind the
-//!   running one only when a tier is overdue, and then at once (the next `pop` serves the
-//!   overdue tier first). Without a START queue (rev 1) the overdue tier goes into the next
-//!   batch;
-//! * a batch holds at most a quarter of the bound of estimated device time
-//!   (`DeviceTime`), so the batch an overdue request waits behind is short.
+//! While the scheduler's guard is armed (a lower-tier request is queued or in flight, or was
+//! served or completed less than one bound ago):
+//! * every progress step reads the clock once and asks the scheduler how long until a tier
+//!   is overdue (`Scheduler::guard_due_in`);
+//! * a batch holds at most a quarter of the bound of estimated device time (`DeviceTime`),
+//!   so the batch an overdue request waits behind is short;
+//! * on rev 2 the START queue slot is kept free for the guard: an overdue tier is queued
+//!   behind the running batch at once (the next `pop` serves it first); another batch is
+//!   queued there only if, by the estimate, both it and the running batch end before the
+//!   next tier is due (so the slot is free again by then). Without a START queue (rev 1)
+//!   the overdue tier goes into the next batch.
 //!
 //! Nothing of this runs while the guard is disarmed: a top tier alone keeps full batches and
 //! both START slots. Cost while armed: one clock read per progress step; per batch end one
@@ -42,6 +43,17 @@ impl DeviceTime {
         self.ns_per_entry = if self.ns_per_entry == 0 { per } else { (3 * self.ns_per_entry + per) / 4 };
     }
 
+    /// When a batch of `entries` started at `start_ns` ends by the estimate (`None` before
+    /// a batch was measured).
+    pub(super) fn end_of(&self, start_ns: u64, entries: u32) -> Option<u64> {
+        (self.ns_per_entry > 0).then(|| start_ns.max(self.last_end_ns) + self.ns_per_entry * u64::from(entries))
+    }
+
+    /// The estimate in ns per entry (0: not measured yet).
+    pub(super) fn ns_per_entry(&self) -> u64 {
+        self.ns_per_entry
+    }
+
     /// Entries that fit into `budget_ns` of device time (at least 1; 1 while nothing was
     /// measured, so the first batches measure the device at a small size).
     pub(super) fn entries_within(&self, budget_ns: u64) -> u32 {
@@ -53,13 +65,27 @@ impl DeviceTime {
 }
 
 impl Handle {
-    /// Whether the scheduler's guard is armed at the last clock reading.
+    /// Whether the scheduler's guard is armed at the last clock reading: a guarded request is
+    /// queued or in flight, or one was served or completed less than one bound ago (a
+    /// closed-loop stream resubmits and must not find an uncapped batch in flight).
     pub(super) fn guard_armed(&self) -> bool {
-        self.guard_ns > 0 && self.sched.guard_armed_until() > self.clock_ns
+        self.guard_ns > 0
+            && (self.guard_inflight > 0
+                || self.sched.guard_armed_until() > self.clock_ns
+                || (self.guard_done_ns > 0 && self.guard_done_ns + self.guard_ns > self.clock_ns))
     }
 
-    /// Once per progress step: `None` while the guard is disarmed, else whether a tier is
-    /// overdue now (reads the clock).
+    /// Guarded request `id` completed.
+    pub(super) fn guard_completed(&mut self, id: u32) {
+        self.slots[id as usize].guarded = false;
+        self.guard_inflight = self.guard_inflight.saturating_sub(1);
+        self.guard_done_ns = self.step_clock();
+    }
+
+    /// Once per progress step: `None` while the guard is disarmed, else whether the START
+    /// queue slot may take a batch now (reads the clock): at once for an overdue tier, else
+    /// only a batch that, by the estimate, ends with the running one before the next tier is
+    /// due.
     pub(super) fn guard_step(&mut self) -> Option<bool> {
         if self.guard_ns == 0 || !self.guard_armed() {
             return None;
@@ -68,7 +94,18 @@ impl Handle {
         if !self.guard_armed() {
             return None;
         }
-        Some(self.sched.guard_due(now))
+        let due_in = self.sched.guard_due_in(now);
+        if due_in == 0 {
+            return Some(true);
+        }
+        let Some(f) = self.flights.front().copied() else {
+            return Some(false);
+        };
+        let fits = self.dev_time.end_of(f.start_ns, f.hi - f.lo).is_some_and(|end| {
+            let queued = u64::from(self.batch_cap()) * self.dev_time.ns_per_entry();
+            end.saturating_add(queued) < now.saturating_add(due_in)
+        });
+        Some(fits && self.sched.len() >= self.batch)
     }
 
     /// Most entries of the next batch: a quarter of the bound of device time while the guard
@@ -110,5 +147,8 @@ mod tests {
         d.ended(2_000_000, 7_000_000, 10);
         assert_eq!(d.entries_within(1_000_000), 5, "(3*100+500)/4 = 200 µs per entry");
         assert_eq!(d.entries_within(0), 1, "at least one entry");
+        // A batch started before the last one ended runs from that end.
+        assert_eq!(d.end_of(6_000_000, 5), Some(7_000_000 + 5 * 200_000));
+        assert_eq!(DeviceTime::default().end_of(0, 1), None, "unmeasured");
     }
 }

@@ -97,6 +97,8 @@ struct Slot {
     launch_ns: u64,
     /// Submit time on the handle's coarse clock (adaptive depth, tenant accounting).
     submit_ns: u64,
+    /// In flight and guarded by the scheduler's starvation guard (`Scheduler::guards`).
+    guarded: bool,
 }
 
 impl Default for SchedInfo {
@@ -206,6 +208,9 @@ pub struct Handle {
     guard_ns: u64,
     /// Device time per entry, for the guard's batch cap.
     dev_time: guard::DeviceTime,
+    /// Guarded requests in flight, and the time the last one completed (0: none yet).
+    guard_inflight: u32,
+    guard_done_ns: u64,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -305,6 +310,8 @@ impl Handle {
             step_ns: 0,
             guard_ns: 0,
             dev_time: guard::DeviceTime::default(),
+            guard_inflight: 0,
+            guard_done_ns: 0,
             _not_sync: PhantomData,
         };
         h.guard_ns = h.sched.guard_bound_ns();

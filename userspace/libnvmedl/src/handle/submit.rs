@@ -91,7 +91,7 @@ impl Handle {
         // Field by field into the table (hot path): copying the whole `s` after changing a few
         // narrow fields of it stalls on store forwarding (perf, docs/performance.md). The
         // pattern names every field, so a new one cannot be forgotten here.
-        let Slot { op, urgency, lba, len, bus, tag: _, entries, first_entry, sync: _, info: _, launch_ns, submit_ns: _ } = s;
+        let Slot { op, urgency, lba, len, bus, tag: _, entries, first_entry, sync: _, info: _, launch_ns, submit_ns: _, guarded: _ } = s;
         let d = &mut self.slots[id as usize];
         d.op = op;
         d.urgency = urgency;
@@ -102,6 +102,7 @@ impl Handle {
         d.entries = entries;
         d.first_entry = first_entry;
         d.sync = sync;
+        d.guarded = false;
         let SchedInfo { priority, seq, deadline_ns, tenant } = info;
         d.info.priority = priority;
         d.info.seq = seq;

@@ -10,9 +10,9 @@
 //! * Guard: a backlogged tier (1 .. 3) that has not been served for longer than `max_wait` is
 //!   served next, for up to `guard_batch` requests, even over tier 0; every other backlogged
 //!   lower tier that has waited more than half of `max_wait` is served with it. The interval
-//!   counts from the last service of the tier, or from the first `pop` or `guard_due` that saw
+//!   counts from the last service of the tier, or from the first `pop` or `guard_due_in` that saw
 //!   it backlogged (pushes carry no time). A request `unpop`ped (picked, then left out of the
-//!   batch) keeps the wait start it had. The handle asks `guard_due` at every progress step
+//!   batch) keeps the wait start it had. The handle asks `guard_due_in` at every progress step
 //!   while the guard is armed and starts a batch for an overdue tier at once (docs/qos.md §2).
 //!
 //! Allocation-free after `reserve`: every lane is pre-sized to the handle's capacity.
@@ -384,17 +384,27 @@ impl Scheduler for Tiered {
         }
     }
 
-    fn guard_due(&mut self, now_ns: u64) -> bool {
+    fn guards(&self, info: &SchedInfo) -> bool {
+        self.bound_ns() > 0 && Self::tier(info.priority) > 0
+    }
+
+    fn guard_due_in(&mut self, now_ns: u64) -> u64 {
         let bound = self.bound_ns();
+        let mut due_in = u64::MAX;
         if bound == 0 {
-            return false;
+            return due_in;
         }
-        let mut due = false;
         for t in 1..TIERS {
-            let forced = self.tier_len[t] > 0 && self.forced_left[t] > 0;
-            due |= forced | self.waited(t, now_ns).is_some_and(|w| w > bound);
+            if self.tier_len[t] > 0 && self.forced_left[t] > 0 {
+                return 0;
+            }
+            if self.tier_len[t] > 0 {
+                // Overdue once it waited more than the bound (a fresh wait starts now).
+                let waited = self.waited(t, now_ns).unwrap_or(0);
+                due_in = due_in.min((bound + 1).saturating_sub(waited));
+            }
         }
-        due
+        due_in
     }
 
     fn set_tenant_weight(&mut self, tenant: u32, weight: f64) {
@@ -502,15 +512,15 @@ mod tests {
         // A queued lower tier arms it; its wait starts at the first check that sees it.
         s.push(2, info(3, 0));
         assert_eq!(s.guard_armed_until(), u64::MAX);
-        assert!(!s.guard_due(1_000));
-        assert!(!s.guard_due(101_000));
-        assert!(s.guard_due(101_001));
+        assert_eq!(s.guard_due_in(1_000), 100_001, "a fresh wait: due after the bound");
+        assert_eq!(s.guard_due_in(101_000), 1);
+        assert!(s.guard_due_in(101_001) == 0);
         assert_eq!(s.pop(101_001), Some(2));
         let st = s.stats();
         assert_eq!((st.forced, st.max_wait_ns[3]), (1, 100_001));
         // Armed for one bound after its last service, then not.
         assert_eq!(s.guard_armed_until(), 201_001);
-        assert!(!s.guard_due(300_000));
+        assert_eq!(s.guard_due_in(300_000), u64::MAX, "nothing queued");
         let off = sched(TierConfig { max_wait: Duration::ZERO, ..TierConfig::default() });
         assert_eq!((off.guard_bound_ns(), off.guard_armed_until()), (0, 0));
     }
@@ -520,12 +530,12 @@ mod tests {
         let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), ..TierConfig::default() });
         s.push(1, info(3, 0));
         s.push(2, info(3, 0));
-        assert!(!s.guard_due(0));
+        assert!(s.guard_due_in(0) > 0);
         // Picked at 50 µs (nothing else queued), then left out of the batch.
         assert_eq!(s.pop(50_000), Some(1));
         s.unpop(1, info(3, 0));
         // The wait still counts from 0, not from the pick.
-        assert!(s.guard_due(100_001));
+        assert!(s.guard_due_in(100_001) == 0);
         assert_eq!(s.pop(100_001), Some(1));
         assert_eq!(s.stats().forced, 1);
         // A forced pick put back is not counted, and the forced turn stays.
@@ -566,15 +576,15 @@ mod tests {
         for i in 0..3 {
             s.push(300 + i, info(3, 0));
         }
-        s.guard_due(0);
+        s.guard_due_in(0);
         for i in 0..3 {
             s.push(200 + i, info(2, 0));
         }
-        s.guard_due(40_000);
+        s.guard_due_in(40_000);
         for i in 0..3 {
             s.push(100 + i, info(1, 0));
         }
-        s.guard_due(80_000);
+        s.guard_due_in(80_000);
         for i in 0..10 {
             s.push(i, info(0, 0));
         }
