@@ -282,7 +282,8 @@ impl Tiered {
         if self.tier_len[t] == 0 {
             self.forced_left[t] = 0;
         }
-        if t > 0 && self.bound_ns() > 0 {
+        // `pop(u64::MAX)` empties the queue after a timeout: not a service that arms the guard.
+        if t > 0 && self.bound_ns() > 0 && now_ns != u64::MAX {
             self.last_lower_ns = now_ns.max(1);
         }
     }
@@ -523,6 +524,12 @@ mod tests {
         assert_eq!(s.guard_due_in(300_000), u64::MAX, "nothing queued");
         let off = sched(TierConfig { max_wait: Duration::ZERO, ..TierConfig::default() });
         assert_eq!((off.guard_bound_ns(), off.guard_armed_until()), (0, 0));
+        // The handle empties the queue with `pop(u64::MAX)` after a timeout: that does not arm
+        // the guard for ever.
+        let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), ..TierConfig::default() });
+        s.push(4, info(2, 0));
+        assert_eq!(s.pop(u64::MAX), Some(4));
+        assert_eq!(s.guard_armed_until(), 0);
     }
 
     #[test]
