@@ -10,10 +10,11 @@
 //! * Guard: a backlogged tier (1 .. 3) that has not been served for longer than `max_wait` is
 //!   served next, for up to `guard_batch` requests, even over tier 0; every other backlogged
 //!   lower tier that has waited more than half of `max_wait` is served with it. The interval
-//!   counts from the last service of the tier, or from the first `pop` or `guard_due_in` that saw
-//!   it backlogged (pushes carry no time). A request `unpop`ped (picked, then left out of the
-//!   batch) keeps the wait start it had. The handle asks `guard_due_in` at every progress step
-//!   while the guard is armed and starts a batch for an overdue tier at once (docs/qos.md §2).
+//!   counts from the last service of the tier, or from the first `pop` or `guard_due_in` that
+//!   saw it backlogged (pushes carry no time). A request `unpop`ped (picked, then left out of
+//!   the batch) keeps the wait start it had, and the WRR rounds of its pick are taken back.
+//!   The handle asks `guard_due_in` at every progress step while the guard is armed and
+//!   starts a batch for an overdue tier at once (docs/qos.md §2, `handle/guard.rs`).
 //!
 //! Allocation-free after `reserve`: every lane is pre-sized to the handle's capacity.
 
