@@ -249,13 +249,14 @@ bench-profile: deps
 # nvmedl-bench figures in the guest (rand read QD1/QD32, seq read/write), rev 1 and rev 2.
 # BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-tests/src/library.rs),
 # BENCH_REVS=2 picks the revisions. The fake device gets a host CPU of its own (run.sh
-# --pin-device, docs/performance.md §4); BENCH_PIN=0 boots unpinned.
+# --pin-device, docs/performance.md §4); BENCH_PIN=0 boots unpinned; BENCH_RUN_ARGS adds run.sh
+# arguments (e.g. '--fake-arg --idle-spin-us --fake-arg 200').
 BENCH_REVS ?= 1 2
 BENCH_PIN ?= 1
 bench-guest: initramfs
 	@for r in $(BENCH_REVS); do \
 	  bash qemu/run.sh --mode libbench --revision $$r $(if $(filter 1,$(BENCH_PIN)),--pin-device) \
-	    $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) || exit 1; \
+	    $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) $(BENCH_RUN_ARGS) || exit 1; \
 	done
 
 # Reproducibility of the guest figures (issue 18 item 5): `make bench-guest` BENCH_REPEATS times

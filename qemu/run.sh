@@ -22,7 +22,8 @@
 # --pin-device gives the fake device (the FPGA + SSD, a polling process) the last host CPU to
 # itself and QEMU the others (taskset), so the guest's vCPUs never steal the device's time and
 # figures do not depend on where the host scheduler put the two; with a CPU of its own the
-# device polls without ever sleeping, like the FPGA (fake-hdu --idle-spin-us forever).
+# device polls without ever sleeping, like the FPGA (fake-hdu --idle-spin-us forever, unless a
+# --fake-arg sets it).
 # docs/performance.md §4; `make bench-guest` uses it. Ignored on a host with fewer than 2 CPUs.
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
@@ -105,7 +106,7 @@ PIN_FAKE=() PIN_QEMU=()
 NCPU=$(nproc)
 if [ $PIN -eq 1 ] && [ "$NCPU" -ge 2 ]; then
   PIN_FAKE=(taskset -c $((NCPU - 1))) PIN_QEMU=(taskset -c 0-$((NCPU - 2)))
-  FAKE_ARGS=(--idle-spin-us forever "${FAKE_ARGS[@]}")
+  case " ${FAKE_ARGS[*]} " in *" --idle-spin-us "*) ;; *) FAKE_ARGS+=(--idle-spin-us forever) ;; esac
   echo "run.sh: pinned: fake-hdu on CPU $((NCPU - 1)), QEMU on CPUs 0-$((NCPU - 2))" >&2
 fi
 
