@@ -221,10 +221,30 @@ fn figures(seconds: u32) -> Case {
     Ok(())
 }
 
-/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs.
+/// The library's CPU per I/O on the guest's CPU: `nvmedl-cpubench` (a null HDU in the process,
+/// so no device and no emulated shared memory) next to the guest kernel's io_uring. Against
+/// the guest figures this separates the library's share of a guest I/O from the emulation's
+/// (docs/performance.md §4). Every line is printed with a `# cpubench` prefix.
+fn guest_cpubench() -> Case {
+    let out = run_ok("/bin/nvmedl-cpubench --ios 200000 --reps 3; echo cpubench-exit $?")?;
+    for l in out.lines().filter(|l| !l.trim().is_empty()) {
+        println!("# cpubench {l}");
+    }
+    let lib = out.lines().filter(|l| l.starts_with("libnvmedl rev") && !l.contains("unavailable")).count();
+    if lib < 4 {
+        return Err(format!("{lib} of 4 libnvmedl cases ran"));
+    }
+    Ok(())
+}
+
+/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs, then the
+/// library's CPU per I/O on the guest's CPU.
 pub fn bench_mode() -> bool {
     let mut t = Tap::default();
     t.case("library: nvmedl-bench figures, 5 s per run", || figures(5));
+    if std::env::var("DNVM_BENCH_RUNS").is_err() {
+        t.case("library: nvmedl-cpubench on the guest CPU (null HDU vs io_uring)", guest_cpubench);
+    }
     t.finish()
 }
 
