@@ -11,6 +11,7 @@
 #   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
+#   make bench-repro  make bench-guest three times per revision: spread and p99/p50 per boot
 #   make bench-batch / bench-idle / bench-profile   START batch sweep, backoff of a waiting
 #                  handle, perf profile of the QD32 path (host; docs/performance.md)
 #   make install / uninstall [PREFIX=/usr/local] [DESTDIR=]   libnvmedl (.so with soname, .a,
@@ -33,7 +34,7 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-batch bench-idle bench-profile bench-guest wrr fio qos-evidence qos-advise figures
+	test-64m bench bench-batch bench-idle bench-profile bench-guest bench-repro wrr fio qos-evidence qos-advise figures
 
 all: modules
 
@@ -247,12 +248,23 @@ bench-profile: deps
 
 # nvmedl-bench figures in the guest (rand read QD1/QD32, seq read/write), rev 1 and rev 2.
 # BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-tests/src/library.rs),
-# BENCH_REVS=2 picks the revisions.
+# BENCH_REVS=2 picks the revisions. The fake device gets a host CPU of its own (run.sh
+# --pin-device, docs/performance.md §4); BENCH_PIN=0 boots unpinned; BENCH_RUN_ARGS adds run.sh
+# arguments (e.g. '--fake-arg --idle-spin-us --fake-arg 200').
 BENCH_REVS ?= 1 2
+BENCH_PIN ?= 1
 bench-guest: initramfs
 	@for r in $(BENCH_REVS); do \
-	  bash qemu/run.sh --mode libbench --revision $$r $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) || exit 1; \
+	  bash qemu/run.sh --mode libbench --revision $$r $(if $(filter 1,$(BENCH_PIN)),--pin-device) \
+	    $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) $(BENCH_RUN_ARGS) || exit 1; \
 	done
+
+# Reproducibility of the guest figures (issue 18 item 5): `make bench-guest` BENCH_REPEATS times
+# per revision, then a table of every run's IOPS/MB/s spread and p50/p99 per boot in
+# build/bench-repro.md (scripts/bench-repro.py; the logs stay in build/bench-repro/).
+BENCH_REPEATS ?= 3
+bench-repro: initramfs
+	@/usr/bin/python3 scripts/bench-repro.py --repeats $(BENCH_REPEATS) --revs "$(BENCH_REVS)"
 
 clean:
 	-$(MAKE) -C "$$(bash scripts/kernel.sh 2>/dev/null || echo /nonexistent)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) clean 2>/dev/null

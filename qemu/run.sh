@@ -5,7 +5,7 @@
 #
 #   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
 #               [--keep-log FILE] [--env KEY=VALUE]... [--fake-arg ARG]... [--engines N]
-#               [--kver VERSION --initrd FILE] [--nvme]
+#               [--kver VERSION --initrd FILE] [--nvme] [--pin-device]
 #
 # --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
 # KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
@@ -19,6 +19,12 @@
 # NVME_POLL_QUEUES (default 2) polled queues (nvme.poll_queues=): /dev/nvme0n1 in the guest,
 # the kernel-stack baseline of fio's io_uring (hipri), libaio and psync engines. The fio,
 # fiojob and figures modes always attach it.
+# --pin-device gives the fake device (the FPGA + SSD, a polling process) the last host CPU to
+# itself and QEMU the others (taskset), so the guest's vCPUs never steal the device's time and
+# figures do not depend on where the host scheduler put the two; with a CPU of its own the
+# device polls without ever sleeping, like the FPGA (fake-hdu --idle-spin-us forever, unless a
+# --fake-arg sets it).
+# docs/performance.md §4; `make bench-guest` uses it. Ignored on a host with fewer than 2 CPUs.
 #
 # Exit status: the guest's ("DNVM-EXIT: N"), 124 on timeout, 2 on harness errors. Every
 # process and the /dev/shm memory file are removed on exit, whatever happens.
@@ -26,7 +32,7 @@ set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 
 MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
-FAKE_ARGS=() ENGINES= NVME=0
+FAKE_ARGS=() ENGINES= NVME=0 PIN=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --suite) MODE=suite ;;
@@ -43,6 +49,7 @@ while [ $# -gt 0 ]; do
     --timeout) TIMEOUT=$2; shift ;;
     --keep-log) LOG=$2; shift ;;
     --nvme) NVME=1 ;;
+    --pin-device) PIN=1 ;;
     --no-device) DEVICE=0 ;;   # boot without the fake HDU device (kernel-only debugging)
     --kver) export KVER=$2; shift ;;     # test kernel of another linux-source version
     --initrd) INITRD=$2; shift ;;        # initramfs other than build/initramfs.cpio.gz
@@ -95,8 +102,16 @@ if [ -n "$ENGINES" ]; then
   fdtput -t u "$WORK/board.dtb" "$DNVM_ENGINE_NODE" directnvm,engines-per-hdu "$ENGINES"
 fi
 
+PIN_FAKE=() PIN_QEMU=()
+NCPU=$(nproc)
+if [ $PIN -eq 1 ] && [ "$NCPU" -ge 2 ]; then
+  PIN_FAKE=(taskset -c $((NCPU - 1))) PIN_QEMU=(taskset -c 0-$((NCPU - 2)))
+  case " ${FAKE_ARGS[*]} " in *" --idle-spin-us "*) ;; *) FAKE_ARGS+=(--idle-spin-us forever) ;; esac
+  echo "run.sh: pinned: fake-hdu on CPU $((NCPU - 1)), QEMU on CPUs 0-$((NCPU - 2))" >&2
+fi
+
 if [ $DEVICE -eq 1 ]; then
-  "$FAKE" --mem-file "$SHM" --ram-base "$DNVM_RAM_BASE" --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
+  "${PIN_FAKE[@]}" "$FAKE" --mem-file "$SHM" --ram-base "$DNVM_RAM_BASE" --ram-size ${RAM_MB}M --dtb "$WORK/board.dtb" \
   --revision "$REVISION" --disk "$WORK/disk.img" --disk-size 1G --socket "$WORK/fake-hdu.sock" \
   "${FAKE_ARGS[@]}" > "$WORK/fake-hdu.log" 2>&1 &
   FPID=$!   # the fake-hdu process itself (not a subshell), so cleanup really stops it
@@ -111,7 +126,7 @@ if [ $NVME -eq 1 ]; then
 fi
 
 APPEND="console=ttyAMA0 mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
-timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
+"${PIN_QEMU[@]}" timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
   "${NVME_ARGS[@]}" -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &
 QPID=$!

@@ -68,6 +68,10 @@ pub struct Config {
     pub max_xfer_pages: u32,
     /// Rev 2 STARTs held behind the running batch (0 or 1; `HduCaps::start_queue`).
     pub start_queue: u32,
+    /// How long the polling thread keeps spinning after the last activity before it sleeps
+    /// (`runner.rs`). The FPGA never sleeps; a device process with a host CPU of its own
+    /// (`run.sh --pin-device`) spins for ever with `Duration::MAX`.
+    pub idle_spin: std::time::Duration,
 }
 
 impl Config {
@@ -85,6 +89,7 @@ impl Config {
             max_nreqs: 4096,
             max_xfer_pages: 32,
             start_queue: 1,
+            idle_spin: crate::runner::SPIN_WINDOW,
         }
     }
 }
@@ -115,6 +120,11 @@ pub struct Device {
 }
 
 impl Device {
+    /// The polling thread's spin window after the last activity (`Config::idle_spin`).
+    pub fn idle_spin(&self) -> std::time::Duration {
+        self.cfg.idle_spin
+    }
+
     /// Build a device from `cfg`.
     pub fn new(cfg: Config) -> crate::Result<Self> {
         let board = cfg.board.clone();

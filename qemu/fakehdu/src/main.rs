@@ -77,6 +77,10 @@ struct Cli {
     /// Rev 2 STARTs held behind the running batch (0 or 1; default 1).
     #[arg(long, value_name = "0|1", value_parser = parse_num)]
     start_queue: Option<u64>,
+    /// Keep polling this long after the last activity before sleeping (default 200); "forever"
+    /// never sleeps (a device with a host CPU of its own, like the FPGA: `run.sh --pin-device`).
+    #[arg(long, value_name = "US|forever", value_parser = idle_spin)]
+    idle_spin_us: Option<Duration>,
     /// SSD model parameters, KEY=N[,KEY=N..]; keys: channels read_iops write_iops read_bw
     /// write_bw read_latency_ns write_latency_ns flush_latency_ns. Repeatable.
     #[arg(long, value_name = "KEY=N[,KEY=N..]")]
@@ -91,6 +95,13 @@ struct Cli {
 
 fn parse_num(s: &str) -> Result<u64> {
     num(s)
+}
+
+fn idle_spin(s: &str) -> Result<Duration> {
+    if s == "forever" {
+        return Ok(Duration::MAX);
+    }
+    Ok(Duration::from_micros(num(s)?))
 }
 
 fn usage(msg: String) -> Error {
@@ -151,6 +162,9 @@ fn run(cli: Cli) -> Result<()> {
     if let Some(q) = cli.start_queue {
         cfg.start_queue = q as u32;
     }
+    if let Some(d) = cli.idle_spin_us {
+        cfg.idle_spin = d;
+    }
     if let Some(n) = cli.max_inflight {
         cfg.nvme.max_inflight = (n as usize).max(1);
     }
@@ -207,5 +221,19 @@ fn main() {
     if let Err(e) = run(cli) {
         eprintln!("fake-hdu: {e}");
         std::process::exit(1);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn idle_spin_values() {
+        assert_eq!(idle_spin("forever").unwrap(), Duration::MAX);
+        assert_eq!(idle_spin("50").unwrap(), Duration::from_micros(50));
+        assert!(idle_spin("soon").is_err());
+        let cli = <Cli as clap::Parser>::try_parse_from(["fake-hdu", "--mem-file", "/x", "--idle-spin-us", "forever"]).unwrap();
+        assert_eq!(cli.idle_spin_us, Some(Duration::MAX));
     }
 }

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The polling thread and the in-process handle (`FakeHdu`).
 //!
-//! Adaptive polling: after the last sign of activity the thread spins for `SPIN_WINDOW`
-//! (short gaps between guest stores cost no latency), then sleeps with exponential backoff
+//! Adaptive polling: after the last sign of activity the thread spins for `Config::idle_spin`
+//! (default `SPIN_WINDOW`; short gaps between guest stores cost no latency), then sleeps with exponential backoff
 //! from `SLEEP_MIN` to `SLEEP_MAX` (idle cost: one cheap pass per millisecond). While the SSD
 //! model has a completion due soon (wall clock) it keeps spinning/yielding; in virtual time it
 //! jumps to the event.
@@ -19,7 +19,8 @@ use crate::device::{Config, Device};
 use crate::mem::GuestMem;
 use crate::stats::Stats;
 
-const SPIN_WINDOW: Duration = Duration::from_micros(200);
+/// Default spin window after the last activity (`Config::idle_spin`).
+pub const SPIN_WINDOW: Duration = Duration::from_micros(200);
 const SLEEP_MIN: Duration = Duration::from_micros(20);
 const SLEEP_MAX: Duration = Duration::from_millis(1);
 const NEAR_EVENT_NS: u64 = 2_000_000;
@@ -121,6 +122,7 @@ impl Drop for FakeHdu {
 }
 
 fn poll_loop(s: &Shared) {
+    let spin_window = s.dev.lock().unwrap_or_else(|p| p.into_inner()).idle_spin();
     let mut last_activity = Instant::now();
     let mut sleep = SLEEP_MIN;
     while !s.stop.load(Ordering::Acquire) {
@@ -142,7 +144,7 @@ fn poll_loop(s: &Shared) {
             continue;
         }
         let soon = mode == TimingMode::WallClock && next.is_some_and(|t| t.saturating_sub(now) < NEAR_EVENT_NS);
-        if soon || last_activity.elapsed() < SPIN_WINDOW {
+        if soon || last_activity.elapsed() < spin_window {
             if soon {
                 std::thread::yield_now();
             } else {

@@ -320,3 +320,17 @@ fn restart_over_the_control_socket() {
     assert_eq!(line.trim(), "ok");
     assert_eq!(dev.device().restarts, 1);
 }
+
+#[test]
+fn a_device_that_never_sleeps_still_stops() {
+    // `--idle-spin-us forever` (run.sh --pin-device): the polling thread never sleeps, and
+    // stop() must still join it promptly.
+    let cfg = Config { idle_spin: Duration::MAX, ..Config::in_process(2) };
+    let mut dev = FakeHdu::start(cfg).unwrap();
+    assert_eq!(dev.device().idle_spin(), Duration::MAX);
+    std::thread::sleep(Duration::from_millis(20));
+    let t = Instant::now();
+    dev.stop();
+    assert!(t.elapsed() < Duration::from_secs(2), "stop took {:?}", t.elapsed());
+    assert_eq!(Config::in_process(1).idle_spin, fakehdu::runner::SPIN_WINDOW);
+}

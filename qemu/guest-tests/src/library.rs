@@ -187,13 +187,18 @@ fn c_example(pages: u64, cores: u32) -> Case {
 }
 
 /// The nvmedl-bench runs behind the figures (README "Measured").
-const FIGURE_RUNS: [&str; 8] = [
+/// The standard figures of `make bench-guest`. The four-core runs come twice: spinning (the
+/// library default) and with the adaptive backoff of docs/performance.md §4 (spin 10 µs, no
+/// yield phase, then sleep), which gives the vCPUs that share a host core back to the others.
+const FIGURE_RUNS: [&str; 10] = [
     "--rw rand-read --cores 0 --iodepth 1 --size 8M",
     "--rw rand-read --cores 0 --iodepth 32 --size 8M",
     "--rw rand-read --cores 0,1,2,3 --iodepth 32 --size 8M",
+    "--rw rand-read --cores 0,1,2,3 --iodepth 32 --size 8M --backoff adaptive --backoff-spin-us 10 --backoff-yield-us 0",
     "--rw seq-read --cores 0 --bs 128k --iodepth 32 --size 16M",
     "--rw seq-read --cores 0 --bs 128k --iodepth 64 --size 16M --batch 16",
     "--rw seq-read --cores 0,1,2,3 --bs 128k --iodepth 32 --size 16M",
+    "--rw seq-read --cores 0,1,2,3 --bs 128k --iodepth 32 --size 16M --backoff adaptive --backoff-spin-us 10 --backoff-yield-us 0",
     "--rw seq-write --cores 0 --bs 128k --iodepth 32 --size 16M",
     "--rw mixed --cores 0,1,2,3 --iodepth 32 --size 8M --verify",
 ];
@@ -210,15 +215,36 @@ fn figures(seconds: u32) -> Case {
         let out = run_ok(&format!("/bin/nvmedl-bench {args} --runtime {seconds}"))?;
         let total = out.lines().find(|l| l.starts_with("total:")).unwrap_or("");
         let lat = out.lines().find(|l| l.starts_with("latency")).unwrap_or("");
-        println!("# nvmedl-bench {args} --runtime {seconds}: {total}; {lat}");
+        let cpu = out.lines().find(|l| l.starts_with("cpu:")).unwrap_or("");
+        println!("# nvmedl-bench {args} --runtime {seconds}: {total}; {lat}; {cpu}");
     }
     Ok(())
 }
 
-/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs.
+/// The library's CPU per I/O on the guest's CPU: `nvmedl-cpubench` (a null HDU in the process,
+/// so no device and no emulated shared memory) next to the guest kernel's io_uring. Against
+/// the guest figures this separates the library's share of a guest I/O from the emulation's
+/// (docs/performance.md §4). Every line is printed with a `# cpubench` prefix.
+fn guest_cpubench() -> Case {
+    let out = run_ok("/bin/nvmedl-cpubench --ios 200000 --reps 3; echo cpubench-exit $?")?;
+    for l in out.lines().filter(|l| !l.trim().is_empty()) {
+        println!("# cpubench {l}");
+    }
+    let lib = out.lines().filter(|l| l.starts_with("libnvmedl rev") && !l.contains("unavailable")).count();
+    if lib < 4 {
+        return Err(format!("{lib} of 4 libnvmedl cases ran"));
+    }
+    Ok(())
+}
+
+/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs, then the
+/// library's CPU per I/O on the guest's CPU.
 pub fn bench_mode() -> bool {
     let mut t = Tap::default();
     t.case("library: nvmedl-bench figures, 5 s per run", || figures(5));
+    if std::env::var("DNVM_BENCH_RUNS").is_err() {
+        t.case("library: nvmedl-cpubench on the guest CPU (null HDU vs io_uring)", guest_cpubench);
+    }
     t.finish()
 }
 

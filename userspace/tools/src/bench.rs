@@ -46,7 +46,7 @@ use nvmedl::{Buffer, Completion, Device, HandleOptions, Request};
 use nvmedl_tools::bench_cli::{BenchCli, InprocTiming, Mode};
 use nvmedl_tools::bench_load::{Arrivals, PrioMix, Rng, Sizes, SIZE_UNIT};
 use nvmedl_tools::bench_qos::{QosArgs, QosReport};
-use nvmedl_tools::bench_report::{latency_hist, round, ClassJson, JobJson, LatJson, OpenLoopJson, RunJson, TracePoint};
+use nvmedl_tools::bench_report::{latency_hist, round, thread_cpu, ClassJson, JobJson, LatJson, OpenLoopJson, RunJson, TracePoint};
 use nvmedl_tools::{EXIT_FAILURE, EXIT_USAGE};
 
 /// First argument of the marker `prctl` ("DNVM"; not a prctl option, so the call fails with
@@ -154,6 +154,8 @@ struct JobResult {
     verify_errors: u64,
     first_error: Option<String>,
     elapsed: Duration,
+    /// The job thread's CPU time over the timed loop.
+    cpu: Duration,
     qos: QosReport,
     open_loop: Option<OpenLoopJson>,
     trace: Vec<TracePoint>,
@@ -223,6 +225,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         verify_errors: 0,
         first_error: None,
         elapsed: Duration::ZERO,
+        cpu: Duration::ZERO,
         qos: QosReport::default(),
         open_loop: None,
         trace: Vec::new(),
@@ -256,6 +259,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         r.trace.reserve(n.min(1 << 20));
     }
     mark(o.markers, 1);
+    let cpu0 = thread_cpu();
     let t0 = Instant::now();
     let mut next_trace = o.trace.map(|s| t0 + s);
     let mut issued = 0u64;
@@ -405,6 +409,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         }
     }
     r.elapsed = t0.elapsed();
+    r.cpu = thread_cpu().saturating_sub(cpu0);
     mark(o.markers, 2);
     r.qos = QosReport::of(&h, o.qos.tenant_of(idx));
     r.open_loop = o.rate.map(|rate| OpenLoopJson {
@@ -441,6 +446,11 @@ fn classes(r: &JobResult) -> Vec<ClassJson> {
         .collect()
 }
 
+/// A job's CPU over its timed loop, in % of one core.
+fn cpu_pct(r: &JobResult) -> f64 {
+    100.0 * r.cpu.as_secs_f64() / r.elapsed.as_secs_f64().max(1e-9)
+}
+
 fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
     let mut all = latency_hist();
     // A job that could not even start (claim, buffers) has no result: the run failed.
@@ -471,6 +481,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                     bytes: r.bytes,
                     iops: round(r.hist.len() as f64 / s, 1),
                     mb_s: round(r.bytes as f64 / s / 1e6, 2),
+                    cpu_pct: round(cpu_pct(r), 1),
                     lat_us: LatJson::of(&r.hist),
                     classes: classes(r),
                     qos: r.qos.clone(),
@@ -515,7 +526,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
         for r in results {
             let lat = LatJson::of(&r.hist);
             println!(
-                "  core {} prio {}: {} reads, {} writes, {:.0} IOPS, lat mean {:.1} us p99 {:.1} us, errors {} verify_errors {}{}",
+                "  core {} prio {}: {} reads, {} writes, {:.0} IOPS, lat mean {:.1} us p99 {:.1} us, cpu {:.0}%, errors {} verify_errors {}{}",
                 r.core,
                 r.priority,
                 r.reads,
@@ -523,6 +534,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                 r.hist.len() as f64 / r.elapsed.as_secs_f64().max(1e-9),
                 lat.mean,
                 lat.p99,
+                cpu_pct(r),
                 r.errors,
                 r.verify_errors,
                 r.first_error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
@@ -539,6 +551,8 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
         }
         println!("total: {ios} I/Os in {secs:.2} s: {iops:.0} IOPS, {mbs:.1} MB/s");
         println!("latency (us): {}", LatJson::of(&all).line());
+        let cpu: f64 = results.iter().map(cpu_pct).sum();
+        println!("cpu: {cpu:.0}% of one core over {} jobs (thread CPU time / timed loop)", results.len());
         println!("result: {}", if ok { "ok" } else { "FAILED" });
     }
     ok

@@ -18,6 +18,18 @@ pub fn latency_hist() -> Histogram<u64> {
     Histogram::new_with_bounds(1, HIST_MAX_NS, HIST_DIGITS).unwrap_or_else(|e| panic!("histogram bounds: {e}"))
 }
 
+/// CPU time the calling thread has used (CLOCK_THREAD_CPUTIME_ID): the job's own CPU, which a
+/// polling job spends even when the device is the bottleneck. Zero if the clock is missing.
+pub fn thread_cpu() -> std::time::Duration {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: clock_gettime writes one timespec into the local it is given.
+    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    if rc != 0 {
+        return std::time::Duration::ZERO;
+    }
+    std::time::Duration::new(ts.tv_sec as u64, ts.tv_nsec as u32)
+}
+
 /// Round to `digits` decimals (the JSON keeps the text report's precision).
 pub fn round(v: f64, digits: i32) -> f64 {
     let m = 10f64.powi(digits);
@@ -125,6 +137,8 @@ pub struct JobJson {
     pub iops: f64,
     /// MB (10^6 bytes) per second.
     pub mb_s: f64,
+    /// The job thread's CPU time over its timed loop, in % of one core (`thread_cpu`).
+    pub cpu_pct: f64,
     /// Latency of all requests (closed loop: submit to completion; open loop: arrival to
     /// completion).
     pub lat_us: LatJson,
@@ -195,6 +209,20 @@ mod tests {
         // The standard deviation of a uniform 1..=1000 is 288.7.
         assert!((s.stddev - 288.7).abs() < 1.0, "stddev {}", s.stddev);
         assert!(s.line().starts_with("mean 500.5 p50 500.") && s.line().contains(" max 100"), "{}", s.line());
+    }
+
+    #[test]
+    fn thread_cpu_advances_with_work() {
+        let a = thread_cpu();
+        let mut x = 0u64;
+        let t = std::time::Instant::now();
+        while t.elapsed() < std::time::Duration::from_millis(20) {
+            x = std::hint::black_box(x.wrapping_add(1));
+        }
+        let used = thread_cpu() - a;
+        // 20 ms of busy loop: the thread ran for most of it (a loaded host can steal some).
+        assert!(used >= std::time::Duration::from_millis(2), "{used:?} after {x} spins");
+        assert!(used <= t.elapsed() + std::time::Duration::from_millis(5), "{used:?}");
     }
 
     #[test]
