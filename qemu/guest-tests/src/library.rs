@@ -240,7 +240,7 @@ pub fn bench_mode() -> bool {
     let mut t = Tap::default();
     t.case("library: nvmedl-bench figures, 5 s per run", || figures(5));
     if std::env::var("DNVM_BENCH_RUNS").is_err() {
-        t.case("library: nvmedl-cpubench on the guest CPU (null HDU vs io_uring)", guest_cpubench);
+        t.case("library: nvmedl-cpubench on the guest CPU (null HDU, rev 1/2, QD1/QD32)", guest_cpubench);
     }
     t.finish()
 }
