@@ -17,6 +17,9 @@ import subprocess
 import sys
 import time
 
+# The guest case `library: nvmedl-bench figures` prints one summary line per run on the QEMU
+# console (qemu/guest-tests/src/library.rs, `figures`); this pattern reads that line. There is no
+# JSON on the console to read instead: the guest prints nvmedl-bench's text totals.
 LINE = re.compile(
     r"^# nvmedl-bench (?P<args>.*?) --runtime \d+: total: \d+ I/Os in [\d.]+ s: "
     r"(?P<iops>[\d.]+) IOPS, (?P<mbs>[\d.]+) MB/s; latency \(us\): mean [\d.]+ p50 (?P<p50>[\d.]+) "

@@ -11,11 +11,9 @@ use nvmedl::{Buffer, Completion, Handle, HandleOptions, HandleStats, Request};
 
 use crate::nullhdu::{null_handle, NullHdu, PAGE};
 
+/// The calling thread's CPU time in ns (`nvmedl-bench`'s `thread_cpu`, one definition).
 pub fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: valid timespec pointer.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64
+    nvmedl_tools::bench_report::thread_cpu().as_nanos() as u64
 }
 
 /// (wall ns per I/O, CPU ns per I/O) of the best of `reps` runs of `f(ios)`.
