@@ -11,6 +11,19 @@ if [ -f "$OUT/.directnvm-complete" ]; then
   echo "kernel: cached build $OUT" >&2
   echo "$OUT"; exit 0
 fi
+# One build of a kernel version at a time: a second `make` (another checkout, a parallel
+# target) waits for the first and then reuses its result instead of building into the same
+# directory at once.
+mkdir -p "$DIRECTNVM_CACHE"
+exec 9>"$DIRECTNVM_CACHE/.kernel-$KVER.lock"
+if ! flock -n 9; then
+  echo "kernel: another build of $KVER is running; waiting for it" >&2
+  flock 9
+fi
+if [ -f "$OUT/.directnvm-complete" ]; then
+  echo "kernel: cached build $OUT (built meanwhile)" >&2
+  echo "$OUT"; exit 0
+fi
 
 SRC=$DIRECTNVM_CACHE/linux-source-$KVER
 if [ ! -f "$SRC/.extracted" ]; then

@@ -241,4 +241,8 @@ pub struct HandleStats {
     /// Batches started while another was in flight (rev 2 START queue; the device takes one as
     /// a fresh START if the running batch ended meanwhile).
     pub queued: u64,
+    /// Longest interval (ns) between two progress steps (`poll`, `wait`, a blocking submit's
+    /// wait) with a batch in flight while the tiers' starvation guard was armed: the "one poll
+    /// step" of the guard's stated bound (docs/qos.md §2). 0 without a guard.
+    pub guard_max_step_ns: u64,
 }

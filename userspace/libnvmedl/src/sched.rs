@@ -52,9 +52,9 @@ pub trait Scheduler: Send {
     }
     /// Starvation bound of a guarded scheduler in ns (0: no guard). The handle then enforces
     /// it between batches (docs/qos.md §2): while `guard_armed_until` lies ahead it checks
-    /// `guard_due_in` at every progress step, keeps the rev 2 START queue slot free for the
-    /// next overdue request and caps batches at a quarter of the bound of estimated device
-    /// time.
+    /// `guard_due_in` at every progress step, caps batches at a quarter of the bound of
+    /// estimated device time and tells the scheduler how far the next batch start is
+    /// (`set_guard_horizon`); disarmed, batches hold at most one bound of device time.
     fn guard_bound_ns(&self) -> u64 {
         0
     }
@@ -75,6 +75,12 @@ pub trait Scheduler: Send {
     fn guard_due_in(&mut self, _now_ns: u64) -> u64 {
         u64::MAX
     }
+    /// The handle's next chance to start a batch after the one it is filling is about `ns`
+    /// away (the end of the batch the new one queues behind, plus one progress step): a
+    /// guarded request that would be overdue by then is served in this batch, before it is
+    /// overdue, instead of one batch late. The handle sets it before each batch's `pop`s
+    /// (0 while the guard is disarmed).
+    fn set_guard_horizon(&mut self, _ns: u64) {}
 }
 
 /// First in, first out (the default).

@@ -23,6 +23,7 @@ impl Handle {
             self.clock_ns = now;
         }
         let cap = self.batch_cap();
+        self.guard_horizon(now, cap);
         let stamp = if qos { now } else { 0 };
         if self.flights.is_empty() {
             self.inflight.clear();
@@ -101,13 +102,13 @@ impl Handle {
 
     /// START queue: the device takes another START now (the last one was consumed, fewer than
     /// two batches are in flight, and DONE.QUEUED reads 0, which only the device clears).
-    /// `guard` is this step's `guard_step`: while the guard is armed it decides (an overdue
-    /// tier goes at once, whatever the batch threshold).
-    pub(super) fn can_queue(&self, seen: bool, guard: Option<bool>) -> bool {
+    /// `due` is this step's `guard_step`: a tier about to be overdue goes at once, whatever
+    /// the batch threshold.
+    pub(super) fn can_queue(&self, seen: bool, due: bool) -> bool {
         if !self.start_queue || !seen || self.flights.len() >= 2 {
             return false;
         }
-        let wanted = guard.unwrap_or(self.sched.len() >= self.batch);
+        let wanted = due || self.sched.len() >= self.batch;
         if !wanted {
             return false;
         }

@@ -3,19 +3,22 @@
 //!
 //! While the scheduler's guard is armed (a lower-tier request is queued or in flight, or was
 //! served or completed less than one bound ago):
-//! * every progress step reads the clock once and asks the scheduler how long until a tier
-//!   is overdue (`Scheduler::guard_due_in`);
+//! * every progress step reads the clock once, measures the step (the interval since the
+//!   last one: a moving average, and the longest in `HandleStats::guard_max_step_ns`) and
+//!   asks the scheduler how long until a tier is overdue (`Scheduler::guard_due_in`); a tier
+//!   due within one average step gets a batch at once (rev 2: into the START queue slot);
 //! * a batch holds at most a quarter of the bound of estimated device time (`DeviceTime`),
 //!   so the batch an overdue request waits behind is short;
-//! * on rev 2 the START queue slot is kept free for the guard: an overdue tier is queued
-//!   behind the running batch at once (the next `pop` serves it first); another batch is
-//!   queued there only if, by the estimate, both it and the running batch end before the
-//!   next tier is due (so the slot is free again by then). Without a START queue (rev 1)
-//!   the overdue tier goes into the next batch.
+//! * before a batch's pops the scheduler learns the horizon, the time to the handle's next
+//!   chance to start a batch (`Scheduler::set_guard_horizon`): the end of the running batch
+//!   the new one queues behind (rev 2 START queue), or the end of the new batch itself
+//!   (rev 1), plus one step. A tier that would be overdue by then goes into this batch, so it
+//!   is served before its bound, not one batch after it, and both START slots stay in use.
 //!
-//! Nothing of this runs while the guard is disarmed: a top tier alone keeps full batches and
-//! both START slots. Cost while armed: one clock read per progress step; per batch end one
-//! clock read and a few integer operations. No allocation, no system call.
+//! Disarmed (no lower tier around), a batch holds at most one bound of device time, so the
+//! first backlog of a lower tier after a quiet spell waits behind at most that much.
+//! Cost while armed: one clock read per progress step; per batch end one clock read and a few
+//! integer operations. No allocation, no system call.
 
 use super::*;
 
@@ -82,40 +85,72 @@ impl Handle {
         self.guard_done_ns = self.step_clock();
     }
 
-    /// Once per progress step: `None` while the guard is disarmed, else whether the START
-    /// queue slot may take a batch now (reads the clock): at once for an overdue tier, else
-    /// only a batch that, by the estimate, ends with the running one before the next tier is
-    /// due.
-    pub(super) fn guard_step(&mut self) -> Option<bool> {
+    /// Once per progress step with a batch in flight: whether a tier is due so soon (within
+    /// one average step, at most a quarter of the bound) that a batch must be queued now,
+    /// whatever the `batch` threshold.
+    /// False while the guard is disarmed (reads the clock only while armed).
+    pub(super) fn guard_step(&mut self) -> bool {
         if self.guard_ns == 0 || !self.guard_armed() {
-            return None;
+            self.guard_last_step_ns = 0;
+            return false;
         }
         let now = self.step_clock();
         if !self.guard_armed() {
-            return None;
+            self.guard_last_step_ns = 0;
+            return false;
         }
-        let due_in = self.sched.guard_due_in(now);
-        if due_in == 0 {
-            return Some(true);
+        if self.guard_last_step_ns > 0 && now > self.guard_last_step_ns {
+            let d = now - self.guard_last_step_ns;
+            self.stats.guard_max_step_ns = self.stats.guard_max_step_ns.max(d);
+            self.guard_step_avg_ns = (7 * self.guard_step_avg_ns + d) / 8;
         }
-        let Some(f) = self.flights.front().copied() else {
-            return Some(false);
-        };
-        let fits = self.dev_time.end_of(f.start_ns, f.hi - f.lo).is_some_and(|end| {
-            let queued = u64::from(self.batch_cap()) * self.dev_time.ns_per_entry();
-            end.saturating_add(queued) < now.saturating_add(due_in)
-        });
-        Some(fits && self.sched.len() >= self.batch)
+        self.guard_last_step_ns = now;
+        self.sched.guard_due_in(now) <= self.guard_step_avg_ns.min(self.guard_ns / 4)
     }
 
-    /// Most entries of the next batch: a quarter of the bound of device time while the guard
-    /// is armed, else no limit.
+    /// The device went idle with nothing staged: the next step interval starts afresh (time
+    /// without I/O is no step).
+    pub(super) fn guard_idle(&mut self) {
+        self.guard_last_step_ns = 0;
+    }
+
+    /// Most entries of the next batch while a guard is configured: a quarter of the bound of
+    /// device time while it is armed, one bound while disarmed; no limit without a guard.
     pub(super) fn batch_cap(&self) -> u32 {
-        if self.guard_armed() {
+        if self.guard_ns == 0 {
+            u32::MAX
+        } else if self.guard_armed() {
             self.dev_time.entries_within(self.guard_ns / 4)
         } else {
-            u32::MAX
+            self.dev_time.entries_within(self.guard_ns)
         }
+    }
+
+    /// Before a batch of at most `cap` entries is filled at `now`: tell the scheduler how far
+    /// the handle's next chance to start a batch is (0 while disarmed). With a batch running,
+    /// the new one queues behind it and the slot frees when the running one ends; on an idle
+    /// device with a START queue the slot is free at the next step; without a START queue
+    /// the next batch starts when this one ends. Plus one average step to notice; each part
+    /// at most a quarter of the bound.
+    pub(super) fn guard_horizon(&mut self, now: u64, cap: u32) {
+        if self.guard_ns == 0 {
+            return;
+        }
+        let h = if !self.guard_armed() {
+            0
+        } else {
+            let step = self.guard_step_avg_ns;
+            let until = match self.flights.front().copied() {
+                Some(f) => self.dev_time.end_of(f.start_ns, f.hi - f.lo).map_or(0, |e| e.saturating_sub(now)),
+                None if self.start_queue => 0,
+                None => u64::from(cap).saturating_mul(self.dev_time.ns_per_entry()),
+            };
+            // Each part at most a quarter of the bound: a horizon near the bound would force
+            // the guarded tier at every pop (late polls on a loaded host make steps that long).
+            let q = self.guard_ns / 4;
+            until.min(q) + step.min(q)
+        };
+        self.sched.set_guard_horizon(h);
     }
 
     /// Batch `f` ended (its requests all completed): measure it while the guard is on.

@@ -211,6 +211,10 @@ pub struct Handle {
     /// Guarded requests in flight, and the time the last one completed (0: none yet).
     guard_inflight: u32,
     guard_done_ns: u64,
+    /// Clock of the last progress step seen while the guard was armed (0: none since the
+    /// guard armed or the device went idle), and the moving average (weight 1/8) of steps.
+    guard_last_step_ns: u64,
+    guard_step_avg_ns: u64,
     _not_sync: PhantomData<Cell<()>>,
 }
 
@@ -312,6 +316,8 @@ impl Handle {
             dev_time: guard::DeviceTime::default(),
             guard_inflight: 0,
             guard_done_ns: 0,
+            guard_last_step_ns: 0,
+            guard_step_avg_ns: 0,
             _not_sync: PhantomData,
         };
         h.guard_ns = h.sched.guard_bound_ns();

@@ -39,8 +39,8 @@ impl Handle {
                         }
                     }
                     self.hw = Hw::InFlight { started_ns, seen };
-                    let guard = self.guard_step();
-                    if self.can_queue(seen, guard) {
+                    let due = self.guard_step();
+                    if self.can_queue(seen, due) {
                         self.launch();
                     }
                     return;
@@ -59,6 +59,8 @@ impl Handle {
         }
         if !self.sched.is_empty() {
             self.launch();
+        } else if self.guard_ns > 0 {
+            self.guard_idle();
         }
     }
 

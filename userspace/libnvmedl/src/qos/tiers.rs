@@ -14,7 +14,9 @@
 //!   saw it backlogged (pushes carry no time). A request `unpop`ped (picked, then left out of
 //!   the batch) keeps the wait start it had, and the WRR rounds of its pick are taken back.
 //!   The handle asks `guard_due_in` at every progress step while the guard is armed and
-//!   starts a batch for an overdue tier at once (docs/qos.md §2, `handle/guard.rs`).
+//!   starts a batch for an overdue tier at once; before each batch it sets the horizon, the
+//!   time to its next chance to start one (`set_guard_horizon`), and a tier that would be
+//!   overdue by then is forced into this batch (docs/qos.md §2, `handle/guard.rs`).
 //!
 //! Allocation-free after `reserve`: every lane is pre-sized to the handle's capacity.
 
@@ -90,6 +92,9 @@ pub struct Tiered {
     forced_left: [u32; TIERS],
     /// Time of the last service of a lower tier (0: none yet).
     last_lower_ns: u64,
+    /// The handle's lookahead (`Scheduler::set_guard_horizon`): a tier overdue within it is
+    /// forced now.
+    horizon_ns: u64,
     /// What the last `pop` changed, for `unpop`.
     undo: Option<Undo>,
     stats: TierStats,
@@ -132,6 +137,7 @@ impl Tiered {
             since: [UNSET; TIERS],
             forced_left: [0; TIERS],
             last_lower_ns: 0,
+            horizon_ns: 0,
             undo: None,
             stats: TierStats::default(),
         })
@@ -238,8 +244,9 @@ impl Tiered {
     }
 
     /// The lower tier to force now, if any: one already being forced, else the one that waited
-    /// longest past `max_wait`; the other lower tiers past half of `max_wait` are forced with
-    /// it. Stamps the wait start of tiers seen backlogged for the first time.
+    /// longest past `max_wait`, counting the wait up to the handle's next batch start (the
+    /// horizon); the other lower tiers past half of `max_wait` are forced with it. Stamps the
+    /// wait start of tiers seen backlogged for the first time.
     fn overdue(&mut self, now_ns: u64) -> Option<usize> {
         let bound = self.bound_ns();
         if bound == 0 {
@@ -248,7 +255,10 @@ impl Tiered {
         if let Some(t) = (1..TIERS).find(|&t| self.tier_len[t] > 0 && self.forced_left[t] > 0) {
             return Some(t);
         }
-        let waits: [Option<u64>; TIERS] = std::array::from_fn(|t| if t == 0 { None } else { self.waited(t, now_ns) });
+        // Waits as they will be at the handle's next chance to start a batch.
+        let h = self.horizon_ns;
+        let waits: [Option<u64>; TIERS] =
+            std::array::from_fn(|t| if t == 0 { None } else { self.waited(t, now_ns).map(|w| w.saturating_add(h)) });
         let (_, t) = (1..TIERS).filter_map(|t| waits[t].filter(|&w| w > bound).map(|w| (w, t))).max()?;
         for (u, w) in waits.iter().enumerate() {
             if w.is_some_and(|w| w > bound / 2) {
@@ -409,6 +419,10 @@ impl Scheduler for Tiered {
         due_in
     }
 
+    fn set_guard_horizon(&mut self, ns: u64) {
+        self.horizon_ns = ns;
+    }
+
     fn set_tenant_weight(&mut self, tenant: u32, weight: f64) {
         if (tenant as usize) < MAX_TENANTS && weight.is_finite() && weight > 0.0 {
             self.boost[tenant as usize] = ((weight * MILLI as f64) as u64).clamp(1, 1000 * MILLI);
@@ -531,6 +545,32 @@ mod tests {
         s.push(4, info(2, 0));
         assert_eq!(s.pop(u64::MAX), Some(4));
         assert_eq!(s.guard_armed_until(), 0);
+    }
+
+    #[test]
+    fn the_horizon_forces_a_tier_that_would_be_overdue_by_the_next_batch() {
+        let mut s = sched(TierConfig { max_wait: Duration::from_micros(100), guard_batch: 1, ..TierConfig::default() });
+        s.push(1, info(3, 0));
+        s.guard_due_in(0);
+        for i in 0..4 {
+            s.push(10 + i, info(0, 0));
+        }
+        // At 70 µs, with the next batch start close by, the top tier goes first.
+        assert_eq!(s.pop(70_000), Some(10));
+        // The next batch starts 40 µs from now: tier 3 would have waited 110 µs by then.
+        s.set_guard_horizon(40_000);
+        assert_eq!(s.pop(70_000), Some(1));
+        let st = s.stats();
+        assert_eq!(st.forced, 1);
+        assert_eq!(st.max_wait_ns[3], 70_000, "the wait it had, not the horizon");
+        s.set_guard_horizon(0);
+        assert_eq!(s.pop(70_000), Some(11));
+        // A horizon that does not reach the bound changes nothing.
+        s.push(2, info(3, 0));
+        s.guard_due_in(80_000);
+        s.set_guard_horizon(50_000);
+        assert_eq!(s.pop(120_000), Some(12), "waited 40 µs + 50 µs horizon < 100 µs");
+        assert_eq!(s.pop(140_000), Some(2), "waited 60 µs + 50 µs horizon: past the bound");
     }
 
     #[test]
