@@ -131,8 +131,8 @@ def tiers(runs, out, md):
         return
     fig, axes = plt.subplots(2, len(runs), figsize=(5 * len(runs), 6.5), sharex=True, squeeze=False)
     md.append("### Two tiers under a background burst\n")
-    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | background longest level-1 wait | forced by guard |")
-    md.append("|---|---|---|---|---|---|---|---|")
+    md.append("| scheduler | top tier IOPS solo → burst | top share in burst | top p99 µs solo → burst | background IOPS in burst | background longest gap | background longest level-1 wait | longest poll step (loop / handle, guard armed) | forced by guard |")
+    md.append("|---|---|---|---|---|---|---|---|---|")
     for c, (label, r) in enumerate(runs.items()):
         t = [v / 1000 for v in r["t_ms"]]
         top, bg = r["streams"][0], r["streams"][1]
@@ -151,10 +151,13 @@ def tiers(runs, out, md):
         axes[0][c].legend(fontsize=7)
         share = top["burst"]["iops"] / max(top["burst"]["iops"] + bg["burst"]["iops"], 1e-9)
         forced = r["tiers"]["forced"] if r.get("tiers") else "-"
+        st = r.get("steps") or {}
+        guard_step = f"{st['guard_max_step_ms']:.2f} ms" if st.get("guard_max_step_ms") else "-"
+        step = f"{st['app_max_step_ms']:.2f} ms / {guard_step}" if "app_max_step_ms" in st else "-"
         md.append(
             f"| {label} | {top['solo']['iops']:.0f} → {top['burst']['iops']:.0f} | {100 * share:.1f} % | "
             f"{top['solo']['p99_us']:.0f} → {top['burst']['p99_us']:.0f} | {bg['burst']['iops']:.0f} | "
-            f"{bg['max_gap_ms']:.1f} ms | {l1} | {forced} |"
+            f"{bg['max_gap_ms']:.1f} ms | {l1} | {step} | {forced} |"
         )
     md.append("")
     save(fig, f"{out}/qos-tiers.svg")

@@ -5,9 +5,12 @@
 //!
 //! * `tiers`: a top-tier stream (class 0) that can fill the device alone and a class-3
 //!   background burst in the middle third of the run; FIFO, then the tiered scheduler with its
-//!   starvation guard (2 ms), then without the guard. Figures: per-stream share and latency
+//!   starvation guard (2 ms; default `guard_batch` 8, then `QOS_GUARD_BATCH_SMALL`, default
+//!   2), then without the guard. Figures: per-stream share and latency
 //!   solo / during the burst, the longest gap between two completions of the background
-//!   stream while it is backlogged (the guard's bound), and the scheduler's per-tier counts.
+//!   stream while it is backlogged, the scheduler's per-tier counts and longest level-1 waits
+//!   (the guard's bound), and the poll steps (the loop's longest interval between two `poll`
+//!   calls, the handle's longest progress step while the guard was armed).
 //! * `tenants`: two tenants in tier 2 with the same number of requests outstanding, tenant 1
 //!   in 64 KiB requests and tenant 2 in 16 KiB ones, so tenant 2 gets a small share of the
 //!   bytes; at a third of the run tenant 2's target becomes `QOS_TENANT_TARGET` (default 0.4)
@@ -123,6 +126,8 @@ fn run(
     let mut cur_ios = vec![0u64; streams.len()];
     let mut cur_bytes = vec![0u64; streams.len()];
     let mut rot = 0usize;
+    // Longest interval between two `poll` calls of this loop (the application's poll step).
+    let (mut last_poll, mut max_step): (Option<Instant>, Duration) = (None, Duration::ZERO);
     loop {
         let now = Instant::now();
         let s_now = (now - t0).as_secs_f64();
@@ -166,6 +171,11 @@ fn run(
                 }
             }
         }
+        let polled = Instant::now();
+        if let Some(prev) = last_poll {
+            max_step = max_step.max(polled - prev);
+        }
+        last_poll = Some(polled);
         let n = h.poll(&mut out);
         let done_at = Instant::now();
         for c in &out[..n] {
@@ -212,6 +222,8 @@ fn run(
         }
     }
     h.drain().map_err(|e| format!("drain: {e}"))?;
+    let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
+    let steps = json!({"app_max_step_ms": ms(max_step), "guard_max_step_ms": ms(Duration::from_nanos(h.stats().guard_max_step_ns))});
     let tiers = h.tier_stats().map(|s| {
         let max_wait_ms: Vec<f64> = s.max_wait_ns.iter().map(|&n| n as f64 / 1e6).collect();
         json!({"served": s.served, "forced": s.forced, "max_wait_ms": max_wait_ms})
@@ -234,7 +246,7 @@ fn run(
         })
         .collect();
     Ok(json!({"secs": secs, "burst": [burst.0, burst.1], "target": target.map(|t| t.2), "t_ms": t_ms, "pending": depth,
-              "tenant_boost": boost, "tenant_share": share, "tiers": tiers, "streams": per}))
+              "tenant_boost": boost, "tenant_share": share, "tiers": tiers, "steps": steps, "streams": per}))
 }
 
 /// A handle for the experiments: room for every stream's requests outstanding at once.
@@ -267,12 +279,16 @@ pub fn tiers(d: &Device) -> bool {
         Stream { name: "background", class: 3, tenant: 0, len: 16384, outstanding: bg, from: burst.0, to: burst.1 },
     ];
     let mut ok = true;
-    let tiered = |max_wait| -> Box<dyn Scheduler> {
-        Box::new(Tiered::new(TierConfig { max_wait, ..TierConfig::default() }).unwrap_or_else(|e| panic!("tiers: {e}")))
+    let small = env("QOS_GUARD_BATCH_SMALL", 2) as u32;
+    let tiered = |max_wait, guard_batch| -> Box<dyn Scheduler> {
+        Box::new(Tiered::new(TierConfig { max_wait, guard_batch, ..TierConfig::default() }).unwrap_or_else(|e| panic!("tiers: {e}")))
     };
+    let dflt = TierConfig::default().guard_batch;
     ok &= print("tiers", "fifo", run(d, opts(Box::new(Fifo::default()), None), &streams, secs, burst, None));
-    ok &= print("tiers", "tiered-guard", run(d, opts(tiered(wait), None), &streams, secs, burst, None));
-    ok &= print("tiers", "tiered-noguard", run(d, opts(tiered(Duration::ZERO), None), &streams, secs, burst, None));
+    ok &= print("tiers", "tiered-guard", run(d, opts(tiered(wait, dflt), None), &streams, secs, burst, None));
+    // The guard's price is what it hands the background: `guard_batch` requests per bound.
+    ok &= print("tiers", &format!("tiered-guard-batch{small}"), run(d, opts(tiered(wait, small), None), &streams, secs, burst, None));
+    ok &= print("tiers", "tiered-noguard", run(d, opts(tiered(Duration::ZERO, dflt), None), &streams, secs, burst, None));
     ok
 }
 
