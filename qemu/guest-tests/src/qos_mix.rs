@@ -5,8 +5,8 @@
 //!
 //! * `tiers`: a top-tier stream (class 0) that can fill the device alone and a class-3
 //!   background burst in the middle third of the run; FIFO, then the tiered scheduler with its
-//!   starvation guard (2 ms; default `guard_batch` 8, then `QOS_GUARD_BATCH_SMALL`, default
-//!   2), then without the guard. Figures: per-stream share and latency
+//!   starvation guard (2 ms; default `guard_batch` 2, then `QOS_GUARD_BATCH_LARGE`, default
+//!   8, the old default), then without the guard. Figures: per-stream share and latency
 //!   solo / during the burst, the longest gap between two completions of the background
 //!   stream while it is backlogged, the scheduler's per-tier counts and longest level-1 waits
 //!   (the guard's bound), and the poll steps (the loop's longest interval between two `poll`
@@ -279,7 +279,7 @@ pub fn tiers(d: &Device) -> bool {
         Stream { name: "background", class: 3, tenant: 0, len: 16384, outstanding: bg, from: burst.0, to: burst.1 },
     ];
     let mut ok = true;
-    let small = env("QOS_GUARD_BATCH_SMALL", 2) as u32;
+    let large = env("QOS_GUARD_BATCH_LARGE", 8) as u32;
     let tiered = |max_wait, guard_batch| -> Box<dyn Scheduler> {
         Box::new(Tiered::new(TierConfig { max_wait, guard_batch, ..TierConfig::default() }).unwrap_or_else(|e| panic!("tiers: {e}")))
     };
@@ -287,7 +287,7 @@ pub fn tiers(d: &Device) -> bool {
     ok &= print("tiers", "fifo", run(d, opts(Box::new(Fifo::default()), None), &streams, secs, burst, None));
     ok &= print("tiers", "tiered-guard", run(d, opts(tiered(wait, dflt), None), &streams, secs, burst, None));
     // The guard's price is what it hands the background: `guard_batch` requests per bound.
-    ok &= print("tiers", &format!("tiered-guard-batch{small}"), run(d, opts(tiered(wait, small), None), &streams, secs, burst, None));
+    ok &= print("tiers", &format!("tiered-guard-batch{large}"), run(d, opts(tiered(wait, large), None), &streams, secs, burst, None));
     ok &= print("tiers", "tiered-noguard", run(d, opts(tiered(Duration::ZERO, dflt), None), &streams, secs, burst, None));
     ok
 }

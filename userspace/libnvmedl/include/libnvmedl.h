@@ -282,7 +282,7 @@ void nvmedl_destroy_handle(struct nvmedl_handle *h);
  * scheduler: "scheduler" (0 FIFO (default), 1 priority/deadline, 2 tiered; only while
    nothing is staged, else the busy code), "tier_weight1", "tier_weight2", "tier_weight3"
    (1..=1000, default 8, 4, 1), "tier_max_wait_us" (starvation bound, 0 = off,
-   ..=10000000, default 2000), "tier_guard_batch" (1..=1024, default 8); tier keys apply at
+   ..=10000000, default 2000), "tier_guard_batch" (1..=1024, default 2); tier keys apply at
    once when the tiered scheduler is in use (same busy rule);
  * tenants: "tenant" (tenant of the following requests, 0..=15), "tenants" (accounting 0
    off, 1 on; turning it on starts fresh counters), "tenant_window" (completions per

@@ -130,8 +130,8 @@ impl Handle {
     /// the handle's next chance to start a batch is (0 while disarmed). With a batch running,
     /// the new one queues behind it and the slot frees when the running one ends; on an idle
     /// device with a START queue the slot is free at the next step; without a START queue
-    /// the next batch starts when this one ends. Plus one average step to notice; each part
-    /// at most a quarter of the bound.
+    /// the next batch starts when this one ends. Plus one average step to notice (counted up
+    /// to a quarter of the bound).
     pub(super) fn guard_horizon(&mut self, now: u64, cap: u32) {
         if self.guard_ns == 0 {
             return;
@@ -145,10 +145,11 @@ impl Handle {
                 None if self.start_queue => 0,
                 None => u64::from(cap).saturating_mul(self.dev_time.ns_per_entry()),
             };
-            // Each part at most a quarter of the bound: a horizon near the bound would force
-            // the guarded tier at every pop (late polls on a loaded host make steps that long).
-            let q = self.guard_ns / 4;
-            until.min(q) + step.min(q)
+            // The step counts up to a quarter of the bound: a horizon near the bound would
+            // force the guarded tier at every pop, and late polls on a loaded host make steps
+            // that long. The batch part is at most one bound (a batch sized while the guard
+            // was disarmed; armed batches hold a quarter).
+            until.min(self.guard_ns) + step.min(self.guard_ns / 4)
         };
         self.sched.set_guard_horizon(h);
     }

@@ -41,13 +41,17 @@ pub struct TierConfig {
     /// Max service interval of a backlogged lower tier; `Duration::ZERO` turns the guard off
     /// (default 2 ms; at most 10 s).
     pub max_wait: Duration,
-    /// Requests a guard-forced tier gets before the normal order resumes (1 ..= 1024; default 8).
+    /// Requests a guard-forced tier gets before the normal order resumes (1 ..= 1024; default
+    /// 2). The guard is a floor against starvation, not a share: at the default bound it
+    /// guarantees a lower tier 1000 requests per second (the share of the lower tiers comes
+    /// from their weights when the top tier leaves room). The earlier default 8 (4000 per
+    /// second) handed a background burst about what FIFO gives it (docs/qos.md §7).
     pub guard_batch: u32,
 }
 
 impl Default for TierConfig {
     fn default() -> Self {
-        Self { weights: [8, 4, 1], max_wait: Duration::from_millis(2), guard_batch: 8 }
+        Self { weights: [8, 4, 1], max_wait: Duration::from_millis(2), guard_batch: 2 }
     }
 }
 
