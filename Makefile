@@ -125,9 +125,9 @@ QOS_SSD ?= read_iops=50000,write_iops=50000,read_bw=300000000,write_bw=150000000
 QOS_MIX_SSD ?= read_iops=50000,write_iops=50000,read_bw=12000000,write_bw=6000000
 QOS_ENV ?=
 # QOS_PIN=--pin-device gives the device model a host CPU of its own (as make bench-guest
-# does). Off by default: QEMU's 4 vCPUs then share one host CPU, and the debug kernel's
-# background work (kmemleak scans) on the other vCPUs stalled the experiment's thread for up
-# to 123 ms (2026-12-06 22:33 run), where unpinned steps stay near the host's own stalls.
+# does). Off by default: QEMU's 4 vCPUs then share one host CPU, and in the one pinned run
+# (2026-12-06 22:33 UTC) the experiment's poll steps reached 82-123 ms (the other vCPUs'
+# work, the debug kernel's included, runs on the same host CPU) against 5-26 ms unpinned.
 QOS_PIN ?=
 PLOT_PY ?= /usr/bin/python3
 qos-evidence: initramfs
