@@ -223,7 +223,9 @@ fn run(
     }
     h.drain().map_err(|e| format!("drain: {e}"))?;
     let ms = |d: Duration| (d.as_secs_f64() * 1e5).round() / 100.0;
-    let steps = json!({"app_max_step_ms": ms(max_step), "guard_max_step_ms": ms(Duration::from_nanos(h.stats().guard_max_step_ns))});
+    let hs = h.stats();
+    let steps = json!({"app_max_step_ms": ms(max_step), "guard_max_step_ms": ms(Duration::from_nanos(hs.guard_max_step_ns)),
+                       "batches": hs.batches, "entries_per_batch": (hs.entries as f64 / hs.batches.max(1) as f64 * 10.0).round() / 10.0});
     let tiers = h.tier_stats().map(|s| {
         let max_wait_ms: Vec<f64> = s.max_wait_ns.iter().map(|&n| n as f64 / 1e6).collect();
         json!({"served": s.served, "forced": s.forced, "max_wait_ms": max_wait_ms})

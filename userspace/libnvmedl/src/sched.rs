@@ -52,7 +52,7 @@ pub trait Scheduler: Send {
     }
     /// Starvation bound of a guarded scheduler in ns (0: no guard). The handle then enforces
     /// it between batches (docs/qos.md §2): while `guard_armed_until` lies ahead it checks
-    /// `guard_due_in` at every progress step, caps batches at a quarter of the bound of
+    /// `guard_due_in` at every progress step, caps batches at half the bound of
     /// estimated device time and tells the scheduler how far the next batch start is
     /// (`set_guard_horizon`); disarmed, batches hold at most one bound of device time.
     fn guard_bound_ns(&self) -> u64 {
