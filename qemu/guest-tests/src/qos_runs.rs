@@ -3,9 +3,10 @@
 //!
 //! * `mix`: `nvmedl-bench` 70/30 random read/write, exponentially distributed sizes (mean
 //!   8 KiB, at most 64 KiB) at fixed depths 8, 16, 32, 64, 128 and with the adaptive
-//!   controller (upper bound 128) at four delay targets, `QOS_REPEAT` rounds (default 2) of `QOS_MIX_SECS`
-//!   seconds (default 5) each, in interleaved order; the bench's `--trace-ms 100` gives the
-//!   depth over time.
+//!   controller (upper bound 128) at four delay targets, and with slow start (`--slow-start`,
+//!   labels `adaptive-ss-*`) at the two largest, `QOS_REPEAT` rounds (default 2) of
+//!   `QOS_MIX_SECS` seconds (default 5) each, in interleaved order; the bench's `--trace-ms
+//!   100` gives the depth over time.
 //! * `advise`: the M/D/1/K validation. The service time D is measured as 1/IOPS of a
 //!   saturated closed loop (QD 16, 4 KiB random reads; `make qos-advise` runs the SSD model
 //!   with one command in flight, so the device is one deterministic server); then for
@@ -13,8 +14,11 @@
 //!   model and `nvmedl-bench --rate ρ/D --iodepth K` (open loop, Poisson arrivals, arrivals
 //!   that find K outstanding are blocked) measures K = 1, 2, 4, 8, 16.
 //!
-//! Output lines: `# qos-json <exp> <label> <bench JSON>` and `# qos-advise <rho> <line of the
-//! model table>`, for `scripts/qos-plot.py`.
+//! * `advise_wrr`: the same per urgency class under the NVMe controller's WRR arbitration
+//!   (`make qos-advise-wrr`, see `advise_wrr`).
+//!
+//! Output lines: `# qos-json <exp> <label> <bench JSON>`, `# qos-advise <rho> <line of the
+//! model table>` and `# qos-advise-wrr <load> <model JSON>`, for `scripts/qos-plot.py`.
 
 use crate::sys::sh;
 
@@ -66,15 +70,21 @@ pub fn mix() -> bool {
             ok &=
                 emit("mix", &format!("adaptive-{t}us/{round}"), bench(&format!("{common} --iodepth 128 --adaptive --target-delay-us {t}")));
         }
+        // Slow start (`--slow-start`) at the two targets where the limit has far to grow.
+        for t in &targets[2..] {
+            ok &= emit(
+                "mix",
+                &format!("adaptive-ss-{t}us/{round}"),
+                bench(&format!("{common} --iodepth 128 --adaptive --slow-start --target-delay-us {t}")),
+            );
+        }
     }
     ok
 }
 
-/// Mean of a JSON number field `"key":<number>` (the first occurrence).
-fn field(json: &str, key: &str) -> Option<f64> {
-    let at = json.find(&format!("\"{key}\":"))? + key.len() + 3;
-    let end = json[at..].find([',', '}']).map(|e| at + e)?;
-    json[at..end].parse().ok()
+/// The run's total IOPS from a bench JSON line (serde_json).
+fn total_iops(json: &str) -> Option<f64> {
+    serde_json::from_str::<serde_json::Value>(json).ok()?.get("iops")?.as_f64().filter(|&v| v > 0.0)
 }
 
 /// The M/D/1/K model next to the measured depth sweep.
@@ -87,7 +97,7 @@ pub fn advise() -> bool {
             return false;
         }
     };
-    let Some(iops) = field(&sat, "iops").filter(|&v| v > 0.0) else {
+    let Some(iops) = total_iops(&sat) else {
         println!("qos: advise: no IOPS in {sat}");
         return false;
     };
@@ -113,13 +123,165 @@ pub fn advise() -> bool {
     ok
 }
 
+/// Urgency classes of the WRR sweep: high (1) on core 0 and low (3) on core 1, each job on its
+/// own engine and NVMe submission queue (`--engines 4`).
+const WRR_JOBS: &str = "--rw rand-read --cores 0,1 --priority 1,3";
+
+/// How the WRR sweep splits a total offered load between the classes.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Split {
+    /// In proportion to the weights: every class offers the same per-class load λ_c·D·Σw/w_c
+    /// as the total, so ρ > 1 backlogs both (the condition of the paper's model).
+    Weights,
+    /// Equal rates: the high class offers less than its share, the low class more.
+    Even,
+}
+
+/// The loads of the WRR sweep: (label, total ρ, split).
+const WRR_LOADS: [(&str, f64, Split); 3] =
+    [("prop-rho1.3", 1.3, Split::Weights), ("prop-rho0.7", 0.7, Split::Weights), ("even-rho1.3", 1.3, Split::Even)];
+
+/// Arrival rates (per second) of the high and low class for total load `rho` on a server of
+/// service time `service_us`, weights `w` (high, low).
+fn wrr_rates(rho: f64, service_us: f64, w: (u64, u64), split: Split) -> (f64, f64) {
+    let total = rho / service_us * 1e6;
+    match split {
+        Split::Weights => {
+            let hi = total * w.0 as f64 / (w.0 + w.1) as f64;
+            (hi, total - hi)
+        }
+        Split::Even => (total / 2.0, total / 2.0),
+    }
+}
+
+/// `nvmedl advise` for the two classes at depths up to 16, as JSON.
+fn wrr_advise_cmd(service_us: f64, rates: (f64, f64), w: (u64, u64)) -> String {
+    format!(
+        "/bin/nvmedl advise --service-us {service_us:.2} --rate {:.0} --classes {:.0}:{},{:.0}:{} --max-depth 16 --json",
+        rates.0 + rates.1,
+        rates.0,
+        w.0,
+        rates.1,
+        w.1
+    )
+}
+
+/// `nvmedl-bench` arguments of one point of the sweep: both classes open loop at depth `k`.
+fn wrr_bench_args(k: u64, rates: (f64, f64), secs: u64) -> String {
+    format!("{WRR_JOBS} --iodepth {k} --rate {:.0},{:.0} --runtime {secs}", rates.0, rates.1)
+}
+
+/// Per-job IOPS of a bench JSON line, in job order.
+fn job_iops(json: &str) -> Vec<f64> {
+    let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
+    v["jobs"].as_array().map_or_else(Vec::new, |jobs| jobs.iter().filter_map(|j| j["iops"].as_f64()).collect())
+}
+
+/// The per-class (WRR) M/D/1/K model next to a measured depth sweep (`make qos-advise-wrr`):
+/// rev 2 with one engine per urgency class, the SSD model with one command in flight, so the
+/// NVMe controller's WRR arbitration among the engines' submission queues decides who is
+/// served; high (core 0) and low (core 1) class at weights `QOS_WRR_HIGH`:`QOS_WRR_LOW`
+/// (default 3:1), open-loop Poisson arrivals per class, depths 1..16, `QOS_ADVISE_SECS`
+/// (default 4) seconds per point. D = 1/IOPS of both classes saturated together (closed loop,
+/// QD 16 each). Output: `# qos-json advise-wrr <load>-K<k> <bench JSON>` and
+/// `# qos-advise-wrr <load> <nvmedl advise --json>`.
+pub fn advise_wrr() -> bool {
+    let secs = env("QOS_ADVISE_SECS", 4);
+    let w = (env("QOS_WRR_HIGH", 3).clamp(1, 256), env("QOS_WRR_LOW", 1).clamp(1, 256));
+    // Burst 2^0: one command per arbitration turn; the ABI's weights are the weight minus one.
+    let (aok, out) = sh(&format!("/bin/nvmedl arbitration 0 {} 0 {}", w.0 - 1, w.1 - 1));
+    let (_, info) = sh("/bin/nvmedl info");
+    let wrr = info.lines().any(|l| l.starts_with("arbitration") && l.contains("weighted round robin"));
+    if !aok || !wrr {
+        println!("qos: advise-wrr: needs weighted round robin (rev 2, --engines 4): {} | {info}", out.trim());
+        return false;
+    }
+    for l in info.lines().filter(|l| l.starts_with("arbitration")) {
+        println!("# qos-advise-wrr-info {l}");
+    }
+    let sat = match bench(&format!("{WRR_JOBS} --iodepth 16 --runtime {secs}")) {
+        Ok(l) => l,
+        Err(e) => {
+            println!("qos: advise-wrr: saturation run: {e}");
+            return false;
+        }
+    };
+    let Some(iops) = total_iops(&sat) else {
+        println!("qos: advise-wrr: no IOPS in {sat}");
+        return false;
+    };
+    let service_us = 1e6 / iops;
+    println!("# qos-json advise-wrr saturation {sat}");
+    println!("# qos-advise-wrr service_us {service_us:.2}");
+    println!("qos: advise-wrr: saturated split high:low = {:?} IOPS (weights {}:{})", job_iops(&sat), w.0, w.1);
+    let mut ok = true;
+    for (label, rho, split) in WRR_LOADS {
+        let rates = wrr_rates(rho, service_us, w, split);
+        let (mok, model) = sh(&wrr_advise_cmd(service_us, rates, w));
+        match model.lines().find(|l| l.starts_with('{')) {
+            Some(line) if mok => println!("# qos-advise-wrr {label} {line}"),
+            _ => {
+                println!("qos: advise-wrr: {label}: nvmedl advise failed: {}", model.trim());
+                ok = false;
+            }
+        }
+        for k in [1, 2, 4, 8, 16] {
+            ok &= emit("advise-wrr", &format!("{label}-K{k}"), bench(&wrr_bench_args(k, rates, secs)));
+        }
+    }
+    ok
+}
+
 #[cfg(test)]
 mod tests {
+    use super::*;
+    use clap::Parser;
+
     #[test]
-    fn field_reads_the_first_number() {
-        let j = r#"{"rw":"RandRead","iops":1234.5,"lat_us":{"mean":3.0},"jobs":[{"iops":1.0}]}"#;
-        assert_eq!(super::field(j, "iops"), Some(1234.5));
-        assert_eq!(super::field(j, "mean"), Some(3.0));
-        assert_eq!(super::field(j, "nope"), None);
+    fn total_iops_reads_the_run_total() {
+        let j = r#"{"rw":"RandRead","iops":1234.5,"lat_us":{"mean":3.0},"jobs":[{"iops":1.0},{"iops":2.5}]}"#;
+        assert_eq!(total_iops(j), Some(1234.5));
+        assert_eq!(job_iops(j), vec![1.0, 2.5]);
+        assert_eq!(total_iops(r#"{"iops":0}"#), None);
+        assert_eq!(total_iops("not json"), None);
+        assert!(job_iops("{}").is_empty());
+    }
+
+    #[test]
+    fn wrr_loads_split_by_weight_or_evenly() {
+        // D = 200 µs, ρ = 1.3: 6500 arrivals per second in all.
+        let (hi, lo) = wrr_rates(1.3, 200.0, (3, 1), Split::Weights);
+        assert!((hi - 4875.0).abs() < 1e-6 && (lo - 1625.0).abs() < 1e-6, "{hi} {lo}");
+        // Split by weight, each class's own load λ_c·D·Σw/w_c equals the total: both backlogged.
+        for (rate, wc) in [(hi, 3.0), (lo, 1.0)] {
+            assert!((rate * 200e-6 * 4.0 / wc - 1.3).abs() < 1e-9);
+        }
+        let (hi, lo) = wrr_rates(0.7, 100.0, (3, 1), Split::Even);
+        assert!(hi == lo && (hi - 3500.0).abs() < 1e-6, "{hi} {lo}");
+        // The sweep has one load with both classes backlogged and one below saturation.
+        assert!(WRR_LOADS.iter().any(|l| l.1 > 1.0 && l.2 == Split::Weights));
+        assert!(WRR_LOADS.iter().any(|l| l.1 < 1.0));
+    }
+
+    /// The command lines the sweep runs parse with the tools' own clap definitions.
+    #[test]
+    fn wrr_command_lines_parse_with_the_tools() {
+        use nvmedl_tools::bench_cli::BenchCli;
+        use nvmedl_tools::nvmedl_cli::{Command, NvmedlCli};
+        let rates = wrr_rates(1.3, 170.0, (3, 1), Split::Weights);
+        let args = wrr_bench_args(4, rates, 4);
+        let b = BenchCli::try_parse_from(std::iter::once("nvmedl-bench").chain(args.split_whitespace())).unwrap();
+        b.validate().unwrap();
+        assert_eq!((b.cores.clone(), b.priority.clone(), b.iodepth), (vec![0, 1], vec![1, 3], 4));
+        assert_eq!((b.rate_of(0), b.rate_of(1)), (Some(rates.0.round()), Some(rates.1.round())));
+        let cmd = wrr_advise_cmd(170.0, rates, (3, 1));
+        let a = NvmedlCli::try_parse_from(cmd.split_whitespace()).unwrap();
+        match a.command {
+            Command::Advise { service_us, classes, max_depth, json, .. } => {
+                assert_eq!((service_us, max_depth, json), (170.0, 16, true));
+                assert_eq!(classes.iter().map(|c| c.weight).collect::<Vec<_>>(), vec![3.0, 1.0]);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }

@@ -7,16 +7,17 @@
 //!              [--size BYTES-per-core] [--verify] [--json] [--device PATH] [--inproc REV]
 //!              [--yield N] [--backoff spin|adaptive [--backoff-*-us US]] [--batch N]
 //!              [--syscall-markers] [--bs-dist fixed|exp [--bs-max B]]
-//!              [--prio-mix P:W,..] [--rate IOPS] [--trace-ms MS] [QoS flags: bench_qos.rs]
+//!              [--prio-mix P:W,..] [--rate IOPS[,IOPS..]] [--trace-ms MS] [QoS flags: bench_qos.rs]
 //! ```
 //! One job per core (one thread, one handle). Latency is submit → completion (arrival →
 //! completion with `--rate`), recorded into preallocated HDR histograms (`hdrhistogram`, 3
 //! significant digits; `bench_report.rs`), per job and per urgency class.
 //! `--bs-dist exp` draws sizes from an exponential distribution with mean `--bs` (rounded up to
 //! 4 KiB, at most `--bs-max`), `--prio-mix P:W,..` each request's urgency class, `--rate R`
-//! makes the job an open loop with Poisson arrivals (an arrival finding `--iodepth` requests
-//! outstanding is blocked: the M/D/1/K measurement of `nvmedl advise`), `--trace-ms MS` samples
-//! the in-flight limit, completions and p99 (the JSON `trace`; the generator: `bench_load.rs`).
+//! (or one rate per job, `R1,R2,..`) makes the job an open loop with Poisson arrivals (an
+//! arrival finding `--iodepth` requests outstanding is blocked: the M/D/1/K measurement of
+//! `nvmedl advise`), `--trace-ms MS` samples the in-flight limit, completions and p99 (the
+//! JSON `trace`; the generator: `bench_load.rs`).
 //! `--verify` writes a pattern that depends on the LBA only (the region is pre-filled first
 //! for read/mixed jobs) and checks every byte read. Exit status 1 on any I/O or verify error.
 //!
@@ -72,7 +73,8 @@ struct Opts {
     cores: Vec<u32>,
     priority: Vec<u16>,
     prio_mix: Option<PrioMix>,
-    rate: Option<f64>,
+    /// Open-loop arrival rate per job (`None`: closed loop).
+    rate: Vec<Option<f64>>,
     trace: Option<Duration>,
     runtime: Option<Duration>,
     ios: Option<u64>,
@@ -103,7 +105,7 @@ fn opts(cli: &BenchCli) -> Result<Opts, String> {
         cores: cli.cores.iter().map(|&c| c as u32).collect(),
         priority: cli.priority.iter().map(|&p| p as u16).collect(),
         prio_mix: cli.prio_mix.clone(),
-        rate: cli.rate,
+        rate: (0..cli.cores.len()).map(|i| cli.rate_of(i)).collect(),
         trace: cli.trace_ms.map(Duration::from_millis),
         runtime: cli.time_limit(),
         ios: cli.ios,
@@ -249,7 +251,8 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     let mut free: Vec<usize> = (0..o.iodepth).collect();
     let mut empty_polls = 0u32;
     // Open loop: Poisson arrivals; `offered`/`blocked` count them.
-    let mut arrivals = o.rate.map(|rate| Arrivals::new(rate, &mut rng));
+    let rate = o.rate.get(idx).copied().flatten();
+    let mut arrivals = rate.map(|rate| Arrivals::new(rate, &mut rng));
     let (mut offered, mut blocked) = (0u64, 0u64);
     // --trace-ms: samples preallocated for the whole run (no allocation in the loop).
     let mut trace_hist = latency_hist();
@@ -414,7 +417,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     mark(o.markers, 2);
     r.cpu = thread_cpu().saturating_sub(cpu0);
     r.qos = QosReport::of(&h, o.qos.tenant_of(idx));
-    r.open_loop = o.rate.map(|rate| OpenLoopJson {
+    r.open_loop = rate.map(|rate| OpenLoopJson {
         rate,
         offered,
         blocked,
