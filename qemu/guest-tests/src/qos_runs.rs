@@ -196,7 +196,9 @@ pub fn advise_wrr() -> bool {
         println!("qos: advise-wrr: needs weighted round robin (rev 2, --engines 4): {} | {info}", out.trim());
         return false;
     }
-    for l in info.lines().filter(|l| l.starts_with("arbitration")) {
+    // The weights read back from the controller (`identify`: Get Features Arbitration).
+    let (_, ident) = sh("/bin/nvmedl identify");
+    for l in info.lines().chain(ident.lines()).filter(|l| l.starts_with("arbitration")) {
         println!("# qos-advise-wrr-info {l}");
     }
     let sat = match bench(&format!("{WRR_JOBS} --iodepth 16 --runtime {secs}")) {
