@@ -267,37 +267,38 @@ def advise(runs, model, out, md):
 
 
 def wrr_records(log):
-    """The WRR sweep's model lines: ({load: nvmedl advise --json}, service µs, arbitration lines)."""
-    model, service, info = OrderedDict(), None, []
+    """The WRR sweep's model lines: ({load: nvmedl advise --json}, arbitration lines)."""
+    model, info = OrderedDict(), []
     with open(log, encoding="utf-8", errors="replace") as f:
         for line in f:
             line = line.strip()
-            m = re.match(r"^# qos-advise-wrr (\S+) (.*)$", line)
-            if m and m.group(1) == "service_us":
-                service = float(m.group(2))
-            elif m:
+            m = re.match(r"^# qos-advise-wrr (\S+) (\{.*\})\s*$", line)
+            if m:
                 model[m.group(1)] = json.loads(m.group(2))
             m = re.match(r"^# qos-advise-wrr-info (.*)$", line)
             if m:
                 info.append(m.group(1))
-    return model, service, info
+    return model, info
 
 
 CLASS_NAMES = {0: "urgent", 1: "high", 2: "medium", 3: "low"}
 
 
 def advise_wrr(runs, log, out, md):
-    model, service, info = wrr_records(log)
-    sat = runs.get("saturation")
-    md.append(f"Per-class M/D/1/K model under WRR (`nvmedl advise --classes`, service D = {service} µs = 1/IOPS of both "
-              "classes saturated together) next to `nvmedl-bench --rate` per class (open loop, Poisson arrivals; an arrival "
-              "finding K of its class outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
+    model, info = wrr_records(log)
+    md.append("Per-class M/D/1/K model under WRR (`nvmedl advise --classes`, service D = 1/IOPS of both classes saturated "
+              "together, measured before each load) next to `nvmedl-bench --rate` per class (open loop, Poisson arrivals; an "
+              "arrival finding K of its class outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
     if info:
         md.append("Controller: " + "; ".join(info) + "\n")
-    if sat:
-        jobs = sat["jobs"]
-        split = ", ".join(f"{CLASS_NAMES.get(j['priority'], j['priority'])} {j['iops']:.0f} ({100 * j['iops'] / max(sat['iops'], 1e-9):.1f} %)" for j in jobs)
-        md.append(f"Saturated (closed loop, QD 16 per class): {sat['iops']:.0f} IOPS in all; {split}.\n")
+    for load in model:
+        sat = runs.get(f"saturation-{load}")
+        if sat:
+            split = ", ".join(f"{CLASS_NAMES.get(j['priority'], j['priority'])} {j['iops']:.0f}" for j in sat["jobs"])
+            share = 100 * sat["jobs"][0]["iops"] / max(sum(j["iops"] for j in sat["jobs"]), 1e-9)
+            md.append(f"* before {load}: saturated (closed loop, QD 16 per class) {sat['iops']:.0f} IOPS, D = {model[load]['service_us']:.1f} µs; "
+                      f"{split} IOPS (high {share:.1f} % of the two)")
+    md.append("")
     md.append("| load | ρ total | class (weight) | ρ class | K | P_block model | P_block measured | IOPS model | IOPS measured | W model µs | mean latency measured µs |")
     md.append("|---|---|---|---|---|---|---|---|---|---|---|")
     loads = list(model)

@@ -183,8 +183,9 @@ fn job_iops(json: &str) -> Vec<f64> {
 /// served; high (core 0) and low (core 1) class at weights `QOS_WRR_HIGH`:`QOS_WRR_LOW`
 /// (default 3:1), open-loop Poisson arrivals per class, depths 1..16, `QOS_ADVISE_SECS`
 /// (default 4) seconds per point. D = 1/IOPS of both classes saturated together (closed loop,
-/// QD 16 each). Output: `# qos-json advise-wrr <load>-K<k> <bench JSON>` and
-/// `# qos-advise-wrr <load> <nvmedl advise --json>`.
+/// QD 16 each), measured before each load. Output: `# qos-json advise-wrr saturation-<load>
+/// <bench JSON>`, `# qos-json advise-wrr <load>-K<k> <bench JSON>` and `# qos-advise-wrr <load>
+/// <nvmedl advise --json>`.
 pub fn advise_wrr() -> bool {
     let secs = env("QOS_ADVISE_SECS", 4);
     let w = (env("QOS_WRR_HIGH", 3).clamp(1, 256), env("QOS_WRR_LOW", 1).clamp(1, 256));
@@ -201,23 +202,31 @@ pub fn advise_wrr() -> bool {
     for l in info.lines().chain(ident.lines()).filter(|l| l.starts_with("arbitration")) {
         println!("# qos-advise-wrr-info {l}");
     }
-    let sat = match bench(&format!("{WRR_JOBS} --iodepth 16 --runtime {secs}")) {
-        Ok(l) => l,
-        Err(e) => {
-            println!("qos: advise-wrr: saturation run: {e}");
-            return false;
-        }
-    };
-    let Some(iops) = total_iops(&sat) else {
-        println!("qos: advise-wrr: no IOPS in {sat}");
-        return false;
-    };
-    let service_us = 1e6 / iops;
-    println!("# qos-json advise-wrr saturation {sat}");
-    println!("# qos-advise-wrr service_us {service_us:.2}");
-    println!("qos: advise-wrr: saturated split high:low = {:?} IOPS (weights {}:{})", job_iops(&sat), w.0, w.1);
     let mut ok = true;
     for (label, rho, split) in WRR_LOADS {
+        // D again before every load: on the shared host the device's rate drifts with the
+        // load of the other users, and the model of a load should use the D of its time.
+        let sat = match bench(&format!("{WRR_JOBS} --iodepth 16 --runtime {secs}")) {
+            Ok(l) => l,
+            Err(e) => {
+                println!("qos: advise-wrr: {label}: saturation run: {e}");
+                ok = false;
+                continue;
+            }
+        };
+        let Some(iops) = total_iops(&sat) else {
+            println!("qos: advise-wrr: {label}: no IOPS in {sat}");
+            ok = false;
+            continue;
+        };
+        let service_us = 1e6 / iops;
+        println!("# qos-json advise-wrr saturation-{label} {sat}");
+        println!(
+            "qos: advise-wrr: {label}: D {service_us:.1} us, saturated high:low = {:?} IOPS (weights {}:{})",
+            job_iops(&sat),
+            w.0,
+            w.1
+        );
         let rates = wrr_rates(rho, service_us, w, split);
         let (mok, model) = sh(&wrr_advise_cmd(service_us, rates, w));
         match model.lines().find(|l| l.starts_with('{')) {
