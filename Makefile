@@ -154,10 +154,10 @@ qos-advise: initramfs
 # controller's WRR arbitration among the engines' queues decides who is served; a high and a
 # low class (weights 3:1, QOS_ENV="--env QOS_WRR_HIGH=4" etc. to change), open-loop Poisson
 # arrivals per class at three loads, depths 1..16 per class. Table: build/qos/advise-wrr.md.
-# A 1 ms command (not qos-advise's 100 us): with two spinning guest jobs on the shared 2-core
-# host, the device's turnaround after a command is stretched by ~2 ms when the host is busy
-# (first run, 2026-12-06 22:08: D = 2.2 ms instead of 0.1 ms), so the command must be long
-# against that noise.
+# One guest job drives both classes (nvmedl-bench --prio-mix --class-depth): a job per class
+# meant two spinning vCPUs on the shared 2-core host, and the device model got so little CPU
+# that D was 2.2 ms for a 0.1 ms command (run of 2026-12-06 22:08). The command is 1 ms (not
+# qos-advise's 0.1 ms) so the host's scheduling noise is small against it.
 QOS_ADVISE_WRR_SSD ?= read_iops=1000
 qos-advise-wrr: initramfs
 	@mkdir -p build/qos

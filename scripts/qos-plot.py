@@ -282,22 +282,30 @@ def wrr_records(log):
 
 
 CLASS_NAMES = {0: "urgent", 1: "high", 2: "medium", 3: "low"}
+WRR_CLASSES = (1, 3)  # model class 0 = urgency high, class 1 = urgency low (qos_runs.rs)
+
+
+def wrr_class(run, urgency):
+    """The per-class record (priority, iops, lat_us, open_loop) of urgency `urgency` in a bench run."""
+    return next(c for c in run["jobs"][0]["classes"] if c["priority"] == urgency)
 
 
 def advise_wrr(runs, log, out, md):
     model, info = wrr_records(log)
     md.append("Per-class M/D/1/K model under WRR (`nvmedl advise --classes`, service D = 1/IOPS of both classes saturated "
-              "together, measured before each load) next to `nvmedl-bench --rate` per class (open loop, Poisson arrivals; an "
-              "arrival finding K of its class outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
+              "together, measured before each load) next to `nvmedl-bench --rate --prio-mix "
+              "--class-depth K` (open loop, Poisson arrivals, class drawn per arrival; an arrival finding K of its class "
+              "outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
     if info:
         md.append("Controller: " + "; ".join(info) + "\n")
     for load in model:
         sat = runs.get(f"saturation-{load}")
         if sat:
-            split = ", ".join(f"{CLASS_NAMES.get(j['priority'], j['priority'])} {j['iops']:.0f}" for j in sat["jobs"])
-            share = 100 * sat["jobs"][0]["iops"] / max(sum(j["iops"] for j in sat["jobs"]), 1e-9)
-            md.append(f"* before {load}: saturated (closed loop, QD 16 per class) {sat['iops']:.0f} IOPS, D = {model[load]['service_us']:.1f} µs; "
-                      f"{split} IOPS (high {share:.1f} % of the two)")
+            cs = sat["jobs"][0]["classes"]
+            split = ", ".join(f"{CLASS_NAMES.get(c['priority'], c['priority'])} {c['iops']:.0f}" for c in cs)
+            share = 100 * wrr_class(sat, 1)["iops"] / max(sum(c["iops"] for c in cs), 1e-9)
+            md.append(f"* before {load}: saturated (closed loop, 32 outstanding, classes 1:1) {sat['iops']:.0f} IOPS, "
+                      f"D = {model[load]['service_us']:.1f} µs; {split} IOPS (high {share:.1f} % of the two)")
     md.append("")
     md.append("| load | ρ total | class (weight) | ρ class | K | P_block model | P_block measured | IOPS model | IOPS measured | W model µs | mean latency measured µs |")
     md.append("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -314,7 +322,7 @@ def advise_wrr(runs, log, out, md):
             pm, pmeas, xm, xmeas = [], [], [], []
             for k in ks:
                 r = runs[f"{load}-K{k}"]
-                job = r["jobs"][c]
+                job = wrr_class(r, WRR_CLASSES[c])
                 mc = rows[k]["classes"][c]
                 pm.append(mc["p_block"])
                 pmeas.append(job["open_loop"]["p_block"])
@@ -326,7 +334,7 @@ def advise_wrr(runs, log, out, md):
                     f"{job['open_loop']['p_block']:.4f} | {mc['iops']:.0f} | {job['iops']:.0f} | {mc['w_us']:.0f} | {job['lat_us']['mean']:.0f} |"
                 )
             color = f"C{c}"
-            label = f"{CLASS_NAMES.get(runs[f'{load}-K{ks[0]}']['jobs'][c]['priority'], c)} (w {cls['weight']:.0f})" if ks else str(c)
+            label = f"{CLASS_NAMES[WRR_CLASSES[c]]} (w {cls['weight']:.0f})"
             axs[0][col].plot(ks, pm, "-", color=color, label=f"{label} model")
             axs[0][col].plot(ks, pmeas, "o", color=color, label=f"{label} measured")
             axs[1][col].plot(ks, xm, "-", color=color)

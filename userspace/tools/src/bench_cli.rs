@@ -74,6 +74,12 @@ pub struct BenchCli {
     /// per urgency class, with `--priority`, for its WRR classes).
     #[arg(long, value_delimiter = ',', value_name = "IOPS[,IOPS..]")]
     pub rate: Vec<f64>,
+    /// Open loop with `--prio-mix`: at most N requests of each urgency class outstanding; an
+    /// arrival of a class that has N is blocked (counted per class: the JSON `classes[]`
+    /// `open_loop`). One job then drives one M/D/1/K per class (the WRR model of `nvmedl
+    /// advise --classes`); `--iodepth` must be at least N times the number of classes.
+    #[arg(long, value_parser = parse_size, value_name = "N")]
+    pub class_depth: Option<u64>,
     /// Every MS milliseconds record the in-flight limit, the completions and their p99
     /// (the JSON report's `trace` of each job).
     #[arg(long, value_parser = parse_size, value_name = "MS")]
@@ -179,6 +185,15 @@ impl BenchCli {
         if self.rate.len() > self.cores.len() {
             return Err(format!("--rate has {} values for {} cores", self.rate.len(), self.cores.len()));
         }
+        if let Some(n) = self.class_depth {
+            let classes = self.prio_mix.as_ref().map_or(0, |m| m.classes().count() as u64);
+            if self.rate.is_empty() || classes == 0 {
+                return Err("--class-depth needs --rate and --prio-mix".into());
+            }
+            if n == 0 || n.saturating_mul(classes) > self.iodepth {
+                return Err(format!("need 1 <= --class-depth ({n}) and {classes} x --class-depth <= --iodepth ({})", self.iodepth));
+            }
+        }
         if self.trace_ms == Some(0) {
             return Err("--trace-ms needs at least 1 ms".into());
         }
@@ -253,7 +268,7 @@ mod tests {
         assert_eq!((o.cores.clone(), o.priority.clone()), (vec![0], vec![1]));
         assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
         assert!(!o.verify && !o.json && !o.syscall_markers && o.inproc.is_none());
-        assert!(o.prio_mix.is_none() && o.rate.is_empty() && o.trace_ms.is_none());
+        assert!(o.prio_mix.is_none() && o.rate.is_empty() && o.trace_ms.is_none() && o.class_depth.is_none());
         assert_eq!(o.rate_of(0), None);
         assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Fixed, bs: 4096, max: 4096 });
         assert!(o.validate().is_ok());
@@ -289,6 +304,21 @@ mod tests {
         assert_eq!(o.prio_mix.clone().unwrap(), PrioMix::parse("0:1,3:4").unwrap());
         assert_eq!((o.rate.clone(), o.rate_of(0), o.rate_of(3)), (vec![900.0], Some(900.0), Some(900.0)));
         o.validate().unwrap();
+    }
+
+    #[test]
+    fn class_depth_needs_an_open_loop_class_mix_that_fits_the_iodepth() {
+        let o = parse("--cores 0 --rate 1000 --prio-mix 1:3,3:1 --class-depth 4 --iodepth 8").unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.class_depth, Some(4));
+        for bad in [
+            "--rate 1000 --prio-mix 1:3,3:1 --class-depth 4 --iodepth 7",
+            "--rate 1000 --prio-mix 1:3,3:1 --class-depth 0 --iodepth 8",
+            "--prio-mix 1:3,3:1 --class-depth 4 --iodepth 8",
+            "--rate 1000 --class-depth 4 --iodepth 8",
+        ] {
+            assert!(parse(bad).unwrap().validate().is_err(), "{bad}");
+        }
     }
 
     #[test]
