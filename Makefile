@@ -154,14 +154,15 @@ qos-advise: initramfs
 # controller's WRR arbitration among the engines' queues decides who is served; a high and a
 # low class (weights 3:1, QOS_ENV="--env QOS_WRR_HIGH=4" etc. to change), open-loop Poisson
 # arrivals per class at three loads, depths 1..16 per class. Table: build/qos/advise-wrr.md.
-# One guest job drives both classes (nvmedl-bench --prio-mix --class-depth): a job per class
-# meant two spinning vCPUs on the shared 2-core host, and the device model got so little CPU
-# that D was 2.2 ms for a 0.1 ms command (run of 2026-12-06 22:08). The command is 1 ms (not
-# qos-advise's 0.1 ms) so the host's scheduling noise is small against it.
+# A job (handle, HDU) per class, --pin-device (the device model on a host CPU of its own:
+# unpinned, two spinning guest jobs left it so little CPU that D was 2.2 ms for a 0.1 ms
+# command, run of 2026-12-06 22:08) and a 1 ms command (not qos-advise's 0.1 ms), so the
+# host's scheduling noise is small against it. QOS_ENV="--env QOS_WRR_HANDLES=1": both
+# classes in one job on one HDU (nvmedl-bench --prio-mix --class-depth), see docs/qos.md §7.
 QOS_ADVISE_WRR_SSD ?= read_iops=1000
 qos-advise-wrr: initramfs
 	@mkdir -p build/qos
-	@bash qemu/run.sh --mode qosadvisewrr --revision 2 --engines 4 --timeout 900 --keep-log build/qos/advise-wrr.log \
+	@bash qemu/run.sh --mode qosadvisewrr --revision 2 --engines 4 --pin-device --timeout 900 --keep-log build/qos/advise-wrr.log \
 	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_WRR_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/advise-wrr.log; tail -n 5 build/qos/advise-wrr.log; exit 1; }
 	@grep -a '^qos: advise-wrr' build/qos/advise-wrr.log || true

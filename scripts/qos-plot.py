@@ -286,25 +286,29 @@ WRR_CLASSES = (1, 3)  # model class 0 = urgency high, class 1 = urgency low (qos
 
 
 def wrr_class(run, urgency):
-    """The per-class record (priority, iops, lat_us, open_loop) of urgency `urgency` in a bench run."""
-    return next(c for c in run["jobs"][0]["classes"] if c["priority"] == urgency)
+    """The per-class record (priority, iops, lat_us, open_loop) of urgency `urgency` in a bench run:
+    the job of that class (a job per class) or the class of the one job (--prio-mix)."""
+    jobs = run["jobs"]
+    pool = jobs if len(jobs) > 1 else jobs[0]["classes"]
+    return next(c for c in pool if c["priority"] == urgency)
 
 
 def advise_wrr(runs, log, out, md):
     model, info = wrr_records(log)
     md.append("Per-class M/D/1/K model under WRR (`nvmedl advise --classes`, service D = 1/IOPS of both classes saturated "
-              "together, measured before each load) next to `nvmedl-bench --rate --prio-mix "
-              "--class-depth K` (open loop, Poisson arrivals, class drawn per arrival; an arrival finding K of its class "
-              "outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
+              "together, measured before each load) next to `nvmedl-bench` open loop "
+              "per class (`--rate` per job, or `--prio-mix --class-depth K` in one job; Poisson arrivals; an arrival finding K "
+              "of its class outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
     if info:
         md.append("Controller: " + "; ".join(info) + "\n")
     for load in model:
         sat = runs.get(f"saturation-{load}")
         if sat:
-            cs = sat["jobs"][0]["classes"]
+            cs = [wrr_class(sat, u) for u in WRR_CLASSES]
             split = ", ".join(f"{CLASS_NAMES.get(c['priority'], c['priority'])} {c['iops']:.0f}" for c in cs)
-            share = 100 * wrr_class(sat, 1)["iops"] / max(sum(c["iops"] for c in cs), 1e-9)
-            md.append(f"* before {load}: saturated (closed loop, 32 outstanding, classes 1:1) {sat['iops']:.0f} IOPS, "
+            share = 100 * cs[0]["iops"] / max(sum(c["iops"] for c in cs), 1e-9)
+            how = "QD 16 per class, a job each" if len(sat["jobs"]) > 1 else "one job, 32 outstanding, classes drawn 1:1"
+            md.append(f"* before {load}: saturated (closed loop, {how}) {sat['iops']:.0f} IOPS, "
                       f"D = {model[load]['service_us']:.1f} µs; {split} IOPS (high {share:.1f} % of the two)")
     md.append("")
     md.append("| load | ρ total | class (weight) | ρ class | K | P_block model | P_block measured | IOPS model | IOPS measured | W model µs | mean latency measured µs |")

@@ -123,12 +123,32 @@ pub fn advise() -> bool {
     ok
 }
 
-/// The WRR sweep's job: one thread on core 0 whose requests are of urgency high (1) or low
-/// (3), drawn per arrival (`--prio-mix`); on rev 2 with `--engines 4` each class goes to its
-/// own engine and NVMe submission queue. One spinning guest thread, not one per class: on the
-/// 2-core host two spinning vCPUs leave the device model too little CPU (the first run, with a
-/// job per class, measured D = 2.2 ms for a 0.1 ms command).
-const WRR_JOB: &str = "--rw rand-read --cores 0";
+/// The WRR sweep's jobs (`QOS_WRR_HANDLES`). On rev 2 with `--engines 4` each urgency class
+/// has its own engine and NVMe submission queue on every HDU.
+/// * 2 (default): one job (thread, handle, HDU) per class: high (1) on core 0, low (3) on
+///   core 1, each with its own rate and depth K. Each HDU runs its own batches, so the
+///   controller's WRR chooses between two queues that are fed independently.
+/// * 1: one job on core 0 whose arrivals are high or low in proportion to the rates
+///   (`--prio-mix`), at most K of each class outstanding (`--class-depth`). Both classes
+///   share one HDU, whose batches complete as a whole (one running, one queued behind it),
+///   so a high request waits for the low ones of the batch in flight.
+fn wrr_jobs(handles: u64) -> &'static str {
+    if handles == 1 {
+        "--rw rand-read --cores 0"
+    } else {
+        "--rw rand-read --cores 0,1 --priority 1,3"
+    }
+}
+
+/// `nvmedl-bench` arguments of the saturation run (closed loop): 16 per class, or 32 with the
+/// classes drawn 1:1 on one handle.
+fn wrr_saturation_args(handles: u64, secs: u64) -> String {
+    if handles == 1 {
+        format!("{} --iodepth 32 --prio-mix 1:1,3:1 --runtime {secs}", wrr_jobs(1))
+    } else {
+        format!("{} --iodepth 16 --runtime {secs}", wrr_jobs(2))
+    }
+}
 
 /// How the WRR sweep splits a total offered load between the classes.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -174,38 +194,47 @@ fn wrr_mix(rates: (f64, f64)) -> String {
     format!("1:{:.0},3:{:.0}", rates.0, rates.1)
 }
 
-/// `nvmedl-bench` arguments of one point of the sweep: Poisson arrivals at the sum of the
-/// rates, each of class high or low in proportion to its rate, at most `k` of each class
-/// outstanding (`--class-depth`; `--iodepth` 2k, so only the class limits block).
-fn wrr_bench_args(k: u64, rates: (f64, f64), secs: u64) -> String {
-    format!(
-        "{WRR_JOB} --iodepth {} --rate {:.0} --prio-mix {} --class-depth {k} --runtime {secs}",
-        2 * k,
-        rates.0 + rates.1,
-        wrr_mix(rates)
-    )
+/// `nvmedl-bench` arguments of one point of the sweep: Poisson arrivals per class, at most
+/// `k` of each class outstanding. Two handles: a rate and depth per job. One handle: arrivals
+/// at the sum of the rates, each of class high or low in proportion to its rate
+/// (`--class-depth k`; `--iodepth` 2k, so only the class limits block).
+fn wrr_bench_args(handles: u64, k: u64, rates: (f64, f64), secs: u64) -> String {
+    if handles == 1 {
+        format!(
+            "{} --iodepth {} --rate {:.0} --prio-mix {} --class-depth {k} --runtime {secs}",
+            wrr_jobs(1),
+            2 * k,
+            rates.0 + rates.1,
+            wrr_mix(rates)
+        )
+    } else {
+        format!("{} --iodepth {k} --rate {:.0},{:.0} --runtime {secs}", wrr_jobs(2), rates.0, rates.1)
+    }
 }
 
-/// Per-class (urgency, IOPS) of the first job of a bench JSON line.
+/// Per-class (urgency, IOPS) of a bench JSON line: per job when there are several, else the
+/// first job's `classes`.
 fn class_iops(json: &str) -> Vec<(u64, f64)> {
     let v: serde_json::Value = serde_json::from_str(json).unwrap_or_default();
-    v["jobs"][0]["classes"]
-        .as_array()
-        .map_or_else(Vec::new, |cs| cs.iter().filter_map(|c| Some((c["priority"].as_u64()?, c["iops"].as_f64()?))).collect())
+    let jobs = v["jobs"].as_array().cloned().unwrap_or_default();
+    let list = if jobs.len() > 1 { jobs } else { v["jobs"][0]["classes"].as_array().cloned().unwrap_or_default() };
+    list.iter().filter_map(|c| Some((c["priority"].as_u64()?, c["iops"].as_f64()?))).collect()
 }
 
 /// The per-class (WRR) M/D/1/K model next to a measured depth sweep (`make qos-advise-wrr`):
 /// rev 2 with one engine per urgency class, the SSD model with one command in flight, so the
 /// NVMe controller's WRR arbitration among the engines' submission queues decides who is
-/// served; a high and a low class (one job, `WRR_JOB`) at weights `QOS_WRR_HIGH`:`QOS_WRR_LOW`
+/// served; a high and a low class (`wrr_jobs`) at weights `QOS_WRR_HIGH`:`QOS_WRR_LOW`
 /// (default 3:1), open-loop Poisson arrivals per class, depths 1..16 per class, `QOS_ADVISE_SECS`
 /// (default 4) seconds per point. D = 1/IOPS of both classes saturated together (closed loop,
-/// 32 outstanding), measured before each load. Output: `# qos-json advise-wrr saturation-<load>
+/// `wrr_saturation_args`), measured before each load. Output: `# qos-json advise-wrr saturation-<load>
 /// <bench JSON>`, `# qos-json advise-wrr <load>-K<k> <bench JSON>` and `# qos-advise-wrr <load>
 /// <nvmedl advise --json>`.
 pub fn advise_wrr() -> bool {
     let secs = env("QOS_ADVISE_SECS", 4);
     let w = (env("QOS_WRR_HIGH", 3).clamp(1, 256), env("QOS_WRR_LOW", 1).clamp(1, 256));
+    let handles = env("QOS_WRR_HANDLES", 2).clamp(1, 2);
+    println!("# qos-advise-wrr-info handles {handles}");
     // Burst 2^0: one command per arbitration turn; the ABI's weights are the weight minus one.
     let (aok, out) = sh(&format!("/bin/nvmedl arbitration 0 {} 0 {}", w.0 - 1, w.1 - 1));
     let (_, info) = sh("/bin/nvmedl info");
@@ -223,8 +252,7 @@ pub fn advise_wrr() -> bool {
     for (label, rho, split) in WRR_LOADS {
         // D again before every load: on the shared host the device's rate drifts with the
         // load of the other users, and the model of a load should use the D of its time.
-        // Closed loop, 32 outstanding, classes drawn 1:1: both queues stay backlogged.
-        let sat = match bench(&format!("{WRR_JOB} --iodepth 32 --prio-mix 1:1,3:1 --runtime {secs}")) {
+        let sat = match bench(&wrr_saturation_args(handles, secs)) {
             Ok(l) => l,
             Err(e) => {
                 println!("qos: advise-wrr: {label}: saturation run: {e}");
@@ -255,7 +283,7 @@ pub fn advise_wrr() -> bool {
             }
         }
         for k in [1, 2, 4, 8, 16] {
-            ok &= emit("advise-wrr", &format!("{label}-K{k}"), bench(&wrr_bench_args(k, rates, secs)));
+            ok &= emit("advise-wrr", &format!("{label}-K{k}"), bench(&wrr_bench_args(handles, k, rates, secs)));
         }
     }
     ok
@@ -271,6 +299,9 @@ mod tests {
         let j = r#"{"rw":"RandRead","iops":1234.5,"lat_us":{"mean":3.0},"jobs":[{"iops":1.0,"classes":[{"priority":1,"iops":900.5},{"priority":3,"iops":300}]}]}"#;
         assert_eq!(total_iops(j), Some(1234.5));
         assert_eq!(class_iops(j), vec![(1, 900.5), (3, 300.0)]);
+        // Two jobs (one per class): the jobs' own figures.
+        let j2 = r#"{"iops":5.0,"jobs":[{"priority":1,"iops":3.5,"classes":[{"priority":1,"iops":3.5}]},{"priority":3,"iops":1.5,"classes":[]}]}"#;
+        assert_eq!(class_iops(j2), vec![(1, 3.5), (3, 1.5)]);
         assert_eq!(total_iops(r#"{"iops":0}"#), None);
         assert_eq!(total_iops("not json"), None);
         assert!(class_iops("{}").is_empty());
@@ -297,15 +328,26 @@ mod tests {
     fn wrr_command_lines_parse_with_the_tools() {
         use nvmedl_tools::bench_cli::BenchCli;
         use nvmedl_tools::nvmedl_cli::{Command, NvmedlCli};
+        let bench = |args: &str| {
+            let b = BenchCli::try_parse_from(std::iter::once("nvmedl-bench").chain(args.split_whitespace())).unwrap();
+            b.validate().unwrap();
+            b
+        };
         let rates = wrr_rates(1.3, 170.0, (3, 1), Split::Weights);
-        let args = wrr_bench_args(4, rates, 4);
-        let b = BenchCli::try_parse_from(std::iter::once("nvmedl-bench").chain(args.split_whitespace())).unwrap();
-        b.validate().unwrap();
+        // One handle: the class mix splits the arrivals 3:1, as the weights.
+        let b = bench(&wrr_bench_args(1, 4, rates, 4));
         assert_eq!((b.cores.clone(), b.iodepth, b.class_depth), (vec![0], 8, Some(4)));
         assert_eq!(b.rate_of(0), Some((rates.0 + rates.1).round()));
-        // The class mix splits the arrivals 3:1, as the weights.
         let m = b.prio_mix.unwrap();
         assert!((m.share(1) - 0.75).abs() < 1e-3 && (m.share(3) - 0.25).abs() < 1e-3, "{} {}", m.share(1), m.share(3));
+        // Two handles: a job per class with its own rate.
+        let b = bench(&wrr_bench_args(2, 4, rates, 4));
+        assert_eq!((b.cores.clone(), b.priority.clone(), b.iodepth, b.class_depth), (vec![0, 1], vec![1, 3], 4, None));
+        assert_eq!((b.rate_of(0), b.rate_of(1)), (Some(rates.0.round()), Some(rates.1.round())));
+        for h in [1, 2] {
+            let b = bench(&wrr_saturation_args(h, 4));
+            assert!(b.rate.is_empty(), "the saturation run is a closed loop");
+        }
         let cmd = wrr_advise_cmd(170.0, rates, (3, 1));
         let a = NvmedlCli::try_parse_from(cmd.split_whitespace()).unwrap();
         match a.command {
