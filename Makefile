@@ -21,6 +21,7 @@
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 #   make qos-evidence  issue 17's QoS figures in the guest (rev 2) + plots in build/qos/
 #   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
+#   make qos-advise-wrr  the same per urgency class under NVMe WRR (rev 2, 4 engines per HDU)
 #   make figures   the paper's fio jobs + the kernel NVMe baseline in the guest (3 boots):
 #                  build/figures/ (fio JSON, one CSV + SVG per figure, summary.md)
 SHELL := /bin/bash
@@ -34,7 +35,8 @@ export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
-	test-64m bench bench-batch bench-idle bench-profile bench-guest bench-repro wrr fio qos-evidence qos-advise figures
+	test-64m bench bench-batch bench-idle bench-profile bench-guest bench-repro wrr fio qos-evidence qos-advise \
+	qos-advise-wrr figures
 
 all: modules
 
@@ -151,6 +153,25 @@ qos-advise: initramfs
 	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/advise.log; tail -n 5 build/qos/advise.log; exit 1; }
 	@$(PLOT_PY) scripts/qos-plot.py advise build/qos/advise.log build/qos
+
+# The advisor's per-class model under WRR (docs/qos.md §5, §7) next to a measured depth sweep:
+# rev 2 with one engine per urgency class and the same one-command SSD model, so the NVMe
+# controller's WRR arbitration among the engines' queues decides who is served; a high and a
+# low class (weights 3:1, QOS_ENV="--env QOS_WRR_HIGH=4" etc. to change), open-loop Poisson
+# arrivals per class at three loads, depths 1..16 per class. Table: build/qos/advise-wrr.md.
+# A job (handle, HDU) per class, --pin-device (the device model on a host CPU of its own:
+# unpinned, two spinning guest jobs left it so little CPU that D was 2.2 ms for a 0.1 ms
+# command, run of 2026-12-06 22:08) and a 1 ms command (not qos-advise's 0.1 ms), so the
+# host's scheduling noise is small against it. QOS_ENV="--env QOS_WRR_HANDLES=1": both
+# classes in one job on one HDU (nvmedl-bench --prio-mix --class-depth), see docs/qos.md §7.
+QOS_ADVISE_WRR_SSD ?= read_iops=1000
+qos-advise-wrr: initramfs
+	@mkdir -p build/qos
+	@bash qemu/run.sh --mode qosadvisewrr --revision 2 --engines 4 --pin-device --timeout 900 --keep-log build/qos/advise-wrr.log \
+	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_WRR_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
+	  || { grep -a '^qos:' build/qos/advise-wrr.log; tail -n 5 build/qos/advise-wrr.log; exit 1; }
+	@grep -a '^qos: advise-wrr' build/qos/advise-wrr.log || true
+	@$(PLOT_PY) scripts/qos-plot.py advise-wrr build/qos/advise-wrr.log build/qos
 
 check: test-host test-install oelint dtcheck test-guest test-kernel-compat
 

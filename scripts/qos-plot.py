@@ -4,10 +4,12 @@
 
     scripts/qos-plot.py evidence build/qos/evidence.log build/qos   (make qos-evidence)
     scripts/qos-plot.py advise   build/qos/advise.log   build/qos   (make qos-advise)
+    scripts/qos-plot.py advise-wrr build/qos/advise-wrr.log build/qos (make qos-advise-wrr)
 
 Input lines (qemu/guest-tests/src/qos_runs.rs, qos_mix.rs): `# qos-json <exp> <label> <json>`
-and `# qos-advise <rho> <model table line>`. Output: qos-mix.svg, qos-tiers.svg,
-qos-tenants.svg, evidence.md (evidence); qos-advise.svg, advise.md (advise); QOS_PLOT_PNG=1
+`# qos-advise <rho> <model table line>` and `# qos-advise-wrr <load> <nvmedl advise --json>`.
+Output: qos-mix.svg, qos-tiers.svg, qos-tenants.svg, evidence.md (evidence); qos-advise.svg,
+advise.md (advise); qos-advise-wrr.svg, advise-wrr.md (advise-wrr); QOS_PLOT_PNG=1
 adds PNG copies. Debian's python3-matplotlib (scripts/deps.sh).
 """
 import json
@@ -58,6 +60,28 @@ def save(fig, path):
 # ------------------------------------------------------------------------------ evidence
 
 
+def mix_kind(name):
+    """fixed, adaptive or adaptive-ss (slow start) from a mix label such as adaptive-ss-20000us."""
+    for kind in ("adaptive-ss", "adaptive", "fixed"):
+        if name.startswith(kind + "-"):
+            return kind
+    return name
+
+
+def mix_target(name):
+    """The number in a mix label (depth or target µs)."""
+    m = re.search(r"(\d+)(us)?$", name)
+    return int(m.group(1)) if m else 0
+
+
+def time_to_limit(trace, frac):
+    """Seconds until the limit first reached frac x the trace's median limit (None: never)."""
+    if not trace:
+        return None
+    goal = frac * statistics.median(p["iodepth"] for p in trace)
+    return next((p["t_ms"] / 1000 for p in trace if p["iodepth"] >= goal), None)
+
+
 def mix(runs, out, md):
     """70/30 mix: p99 and IOPS per configuration (rounds as points), depth over time."""
     groups = OrderedDict()
@@ -70,10 +94,10 @@ def mix(runs, out, md):
     front, ax = axs[0][0], [axs[0][1], axs[1][0], axs[1][1]]
     # p99 against throughput: the fixed depths draw the trade-off curve; an adaptive point on
     # or below it is as good as the best fixed depth of its throughput.
-    for kind, style in (("fixed", "o-"), ("adaptive", "s")):
+    for kind, style in (("fixed", "o-"), ("adaptive", "s"), ("adaptive-ss", "^")):
         pts = []
         for n in names:
-            if n.startswith(kind):
+            if mix_kind(n) == kind:
                 rs = groups[n]
                 pts.append((statistics.median(r["iops"] for r in rs), statistics.median(r["lat_us"]["p99"] for r in rs) / 1000, n))
         pts.sort()
@@ -100,28 +124,34 @@ def mix(runs, out, md):
         for k, r in enumerate(groups[n]):
             tr = r["jobs"][0].get("trace", [])
             if n.startswith("adaptive") and tr:
-                ax[2].step([p["t_ms"] / 1000 for p in tr], [p["iodepth"] for p in tr], where="post", label=f"{n} round {k + 1}")
+                ls = "--" if mix_kind(n) == "adaptive-ss" else "-"
+                ax[2].step([p["t_ms"] / 1000 for p in tr], [p["iodepth"] for p in tr], ls, where="post", label=f"{n} round {k + 1}")
     for qd in (8, 16, 32, 64, 128):
         ax[2].axhline(qd, color="grey", lw=0.6, ls=":")
     ax[2].set_yscale("log", base=2)
     ax[2].set_xlabel("s")
     ax[2].set_ylabel("in-flight limit")
-    ax[2].set_title("adaptive: depth over time (dotted: fixed depths)")
+    ax[2].set_title("adaptive: depth over time (dashed: slow start; dotted: fixed depths)")
     ax[2].legend(fontsize=7)
     save(fig, f"{out}/qos-mix.svg")
     md.append("### 70/30 mix, exponential sizes (mean 8 KiB, max 64 KiB)\n")
-    md.append("| configuration | rounds | IOPS (each round) | MB/s | p50 µs | p99 µs (each round) | p99.9 µs | final / median limit |")
-    md.append("|---|---|---|---|---|---|---|---|")
-    for n in names:
+    md.append("adaptive-ss: adaptive with `--slow-start`. ¾ limit: seconds until the limit first reached 3/4 of the run's median limit (each round).\n")
+    md.append("| configuration | rounds | IOPS (each round) | MB/s | p50 µs | p99 µs (each round) | p99.9 µs | final / median limit | ¾ limit s |")
+    md.append("|---|---|---|---|---|---|---|---|---|")
+    # Beside each other: every adaptive target's slow-start rows follow its plain rows.
+    fixed = [n for n in names if mix_kind(n) == "fixed"]
+    adaptive = sorted((n for n in names if n not in fixed), key=lambda n: (mix_target(n), mix_kind(n) == "adaptive-ss"))
+    for n in fixed + adaptive:
         rs = groups[n]
         med = lambda f: statistics.median(f(r) for r in rs)  # noqa: E731
         depth = [statistics.median(p["iodepth"] for p in r["jobs"][0].get("trace", [])) if r["jobs"][0].get("trace") else r["iodepth"] for r in rs]
         iops = " / ".join("%.0f" % r["iops"] for r in rs)
         p99 = " / ".join("%.0f" % r["lat_us"]["p99"] for r in rs)
         final = " / ".join(str(r["jobs"][0]["qos"]["final_iodepth"]) for r in rs)
+        rise = " / ".join("-" if t is None else f"{t:.1f}" for t in (time_to_limit(r["jobs"][0].get("trace", []), 0.75) for r in rs)) if mix_kind(n) != "fixed" else "-"
         md.append(
             f"| {n} | {len(rs)} | {iops} | {med(lambda r: r['mb_s']):.1f} | {med(lambda r: r['lat_us']['p50']):.0f} | "
-            f"{p99} | {med(lambda r: r['lat_us']['p999']):.0f} | {final} / {statistics.median(depth):.0f} |"
+            f"{p99} | {med(lambda r: r['lat_us']['p999']):.0f} | {final} / {statistics.median(depth):.0f} | {rise} |"
         )
     md.append("")
 
@@ -236,8 +266,98 @@ def advise(runs, model, out, md):
     md.append("")
 
 
+# ------------------------------------------------------------------------------ advise-wrr
+
+
+def wrr_records(log):
+    """The WRR sweep's model lines: ({load: nvmedl advise --json}, arbitration lines)."""
+    model, info = OrderedDict(), []
+    with open(log, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            line = line.strip()
+            m = re.match(r"^# qos-advise-wrr (\S+) (\{.*\})\s*$", line)
+            if m:
+                model[m.group(1)] = json.loads(m.group(2))
+            m = re.match(r"^# qos-advise-wrr-info (.*)$", line)
+            if m:
+                info.append(m.group(1))
+    return model, info
+
+
+CLASS_NAMES = {0: "urgent", 1: "high", 2: "medium", 3: "low"}
+WRR_CLASSES = (1, 3)  # model class 0 = urgency high, class 1 = urgency low (qos_runs.rs)
+
+
+def wrr_class(run, urgency):
+    """The per-class record (priority, iops, lat_us, open_loop) of urgency `urgency` in a bench run:
+    the job of that class (a job per class) or the class of the one job (--prio-mix)."""
+    jobs = run["jobs"]
+    pool = jobs if len(jobs) > 1 else jobs[0]["classes"]
+    return next(c for c in pool if c["priority"] == urgency)
+
+
+def advise_wrr(runs, log, out, md):
+    model, info = wrr_records(log)
+    md.append("Per-class M/D/1/K model under WRR (`nvmedl advise --classes`, service D = 1/IOPS of both classes saturated "
+              "together, measured before each load) next to `nvmedl-bench` open loop "
+              "per class (`--rate` per job, or `--prio-mix --class-depth K` in one job; Poisson arrivals; an arrival finding K "
+              "of its class outstanding is blocked). Each class is its own M/D/1/K with service D·Σw/w_c.\n")
+    if info:
+        md.append("Controller: " + "; ".join(info) + "\n")
+    for load in model:
+        sat = runs.get(f"saturation-{load}")
+        if sat:
+            cs = [wrr_class(sat, u) for u in WRR_CLASSES]
+            split = ", ".join(f"{CLASS_NAMES.get(c['priority'], c['priority'])} {c['iops']:.0f}" for c in cs)
+            share = 100 * cs[0]["iops"] / max(sum(c["iops"] for c in cs), 1e-9)
+            how = "QD 16 per class, a job each" if len(sat["jobs"]) > 1 else "one job, 32 outstanding, classes drawn 1:1"
+            md.append(f"* before {load}: saturated (closed loop, {how}) {sat['iops']:.0f} IOPS, "
+                      f"D = {model[load]['service_us']:.1f} µs; {split} IOPS (high {share:.1f} % of the two)")
+    md.append("")
+    md.append("| load | ρ total | class (weight) | ρ class | K | P_block model | P_block measured | IOPS model | IOPS measured | W model µs | mean latency measured µs |")
+    md.append("|---|---|---|---|---|---|---|---|---|---|---|")
+    loads = list(model)
+    if not loads:
+        return
+    fig, axs = plt.subplots(2, len(loads), figsize=(5 * len(loads), 7), squeeze=False)
+    for col, load in enumerate(loads):
+        mj = model[load]
+        rows = {r["total"]["depth"]: r for r in mj["rows"]}
+        ks = sorted(k for k in rows if f"{load}-K{k}" in runs)
+        rho_total = mj["rate"] * mj["service_us"] * 1e-6
+        for c, cls in enumerate(mj["classes"]):
+            pm, pmeas, xm, xmeas = [], [], [], []
+            for k in ks:
+                r = runs[f"{load}-K{k}"]
+                job = wrr_class(r, WRR_CLASSES[c])
+                mc = rows[k]["classes"][c]
+                pm.append(mc["p_block"])
+                pmeas.append(job["open_loop"]["p_block"])
+                xm.append(mc["iops"])
+                xmeas.append(job["iops"])
+                name = CLASS_NAMES.get(job["priority"], str(job["priority"]))
+                md.append(
+                    f"| {load} | {rho_total:.2f} | {name} ({cls['weight']:.0f}) | {mc['rho']:.2f} | {k} | {mc['p_block']:.4f} | "
+                    f"{job['open_loop']['p_block']:.4f} | {mc['iops']:.0f} | {job['iops']:.0f} | {mc['w_us']:.0f} | {job['lat_us']['mean']:.0f} |"
+                )
+            color = f"C{c}"
+            label = f"{CLASS_NAMES[WRR_CLASSES[c]]} (w {cls['weight']:.0f})"
+            axs[0][col].plot(ks, pm, "-", color=color, label=f"{label} model")
+            axs[0][col].plot(ks, pmeas, "o", color=color, label=f"{label} measured")
+            axs[1][col].plot(ks, xm, "-", color=color)
+            axs[1][col].plot(ks, xmeas, "o", color=color)
+        for row, ylabel in ((0, "blocking probability"), (1, "IOPS (line: model, dots: measured)")):
+            axs[row][col].set_xscale("log", base=2)
+            axs[row][col].set_xlabel("depth K per class")
+            axs[row][col].set_ylabel(ylabel)
+        axs[0][col].set_title(f"{load} (ρ total {rho_total:.2f})", fontsize=9)
+        axs[0][col].legend(fontsize=7)
+    save(fig, f"{out}/qos-advise-wrr.svg")
+    md.append("")
+
+
 def main():
-    if len(sys.argv) != 4 or sys.argv[1] not in ("evidence", "advise"):
+    if len(sys.argv) != 4 or sys.argv[1] not in ("evidence", "advise", "advise-wrr"):
         sys.exit(__doc__)
     what, log, out = sys.argv[1:]
     runs, model = records(log)
@@ -248,10 +368,14 @@ def main():
         mix(runs.get("mix", {}), out, md)
         tiers(runs.get("tiers", {}), out, md)
         tenants(runs.get("tenants", {}), out, md)
-    else:
+    elif what == "advise":
         if not runs.get("advise"):
             sys.exit(f"qos-plot: no advise lines in {log}")
         advise(runs["advise"], model, out, md)
+    else:
+        if not runs.get("advise-wrr"):
+            sys.exit(f"qos-plot: no advise-wrr lines in {log}")
+        advise_wrr(runs["advise-wrr"], log, out, md)
     path = f"{out}/{what}.md"
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(md) + "\n")

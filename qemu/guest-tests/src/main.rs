@@ -13,7 +13,8 @@
 //! * `wrr`: the arbitration experiment (`make wrr`);
 //! * `qos`: issue 17's QoS evidence (`make qos-evidence`: the 70/30 mix at fixed depths vs
 //!   adaptive, two tiers under a burst, tenant boosting); `qosadvise`: the M/D/1/K model next
-//!   to a measured depth sweep (`make qos-advise`);
+//!   to a measured depth sweep (`make qos-advise`); `qosadvisewrr`: the same per urgency class
+//!   under the controller's WRR (`make qos-advise-wrr`);
 //! * `fio`: Debian's fio through the directnvm ioengine (`make fio`; issue 15);
 //! * `fiojob`: one fio job file (DNVM_FIO_JOB) through the engine, figures on stdout;
 //! * `figures`: the paper's fio jobs or the kernel-stack baseline (DNVM_FIGURES), fio's JSON
@@ -137,6 +138,7 @@ fn main() {
         "wrr" => std::process::exit(if wrr::run() { 0 } else { 1 }),
         "qos" => std::process::exit(if qos_evidence() { 0 } else { 1 }),
         "qosadvise" => std::process::exit(if qos_runs::advise() { 0 } else { 1 }),
+        "qosadvisewrr" => std::process::exit(if qos_runs::advise_wrr() { 0 } else { 1 }),
         "fiojob" => std::process::exit(if fio::job_mode() { 0 } else { 1 }),
         "figures" => std::process::exit(if figures::run() { 0 } else { 1 }),
         "libbench" => std::process::exit(if library::bench_mode() { 0 } else { 1 }),
@@ -145,7 +147,7 @@ fn main() {
         "info" => std::process::exit(if drivers::show() { 0 } else { 1 }),
         other => {
             eprintln!(
-                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|figures|soak|fuzz|libbench|wrr|qos|qosadvise|ublk|ublkbench|info] (got {other})"
+                "usage: dnvm-guest-tests [suite|reliability|isolation|knownbugs|fio|fiojob|figures|soak|fuzz|libbench|wrr|qos|qosadvise|qosadvisewrr|ublk|ublkbench|info] (got {other})"
             );
             std::process::exit(2);
         }

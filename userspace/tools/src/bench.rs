@@ -7,16 +7,17 @@
 //!              [--size BYTES-per-core] [--verify] [--json] [--device PATH] [--inproc REV]
 //!              [--yield N] [--backoff spin|adaptive [--backoff-*-us US]] [--batch N]
 //!              [--syscall-markers] [--bs-dist fixed|exp [--bs-max B]]
-//!              [--prio-mix P:W,..] [--rate IOPS] [--trace-ms MS] [QoS flags: bench_qos.rs]
+//!              [--prio-mix P:W,..] [--rate IOPS[,IOPS..]] [--trace-ms MS] [QoS flags: bench_qos.rs]
 //! ```
 //! One job per core (one thread, one handle). Latency is submit → completion (arrival →
 //! completion with `--rate`), recorded into preallocated HDR histograms (`hdrhistogram`, 3
 //! significant digits; `bench_report.rs`), per job and per urgency class.
 //! `--bs-dist exp` draws sizes from an exponential distribution with mean `--bs` (rounded up to
 //! 4 KiB, at most `--bs-max`), `--prio-mix P:W,..` each request's urgency class, `--rate R`
-//! makes the job an open loop with Poisson arrivals (an arrival finding `--iodepth` requests
-//! outstanding is blocked: the M/D/1/K measurement of `nvmedl advise`), `--trace-ms MS` samples
-//! the in-flight limit, completions and p99 (the JSON `trace`; the generator: `bench_load.rs`).
+//! (or one rate per job, `R1,R2,..`) makes the job an open loop with Poisson arrivals (an
+//! arrival finding `--iodepth` requests outstanding is blocked: the M/D/1/K measurement of
+//! `nvmedl advise`), `--trace-ms MS` samples the in-flight limit, completions and p99 (the
+//! JSON `trace`; the generator: `bench_load.rs`).
 //! `--verify` writes a pattern that depends on the LBA only (the region is pre-filled first
 //! for read/mixed jobs) and checks every byte read. Exit status 1 on any I/O or verify error.
 //!
@@ -72,7 +73,10 @@ struct Opts {
     cores: Vec<u32>,
     priority: Vec<u16>,
     prio_mix: Option<PrioMix>,
-    rate: Option<f64>,
+    /// Open-loop arrival rate per job (`None`: closed loop).
+    rate: Vec<Option<f64>>,
+    /// `--class-depth`: in-flight limit per urgency class of an open-loop `--prio-mix` job.
+    class_depth: Option<usize>,
     trace: Option<Duration>,
     runtime: Option<Duration>,
     ios: Option<u64>,
@@ -103,7 +107,8 @@ fn opts(cli: &BenchCli) -> Result<Opts, String> {
         cores: cli.cores.iter().map(|&c| c as u32).collect(),
         priority: cli.priority.iter().map(|&p| p as u16).collect(),
         prio_mix: cli.prio_mix.clone(),
-        rate: cli.rate,
+        rate: (0..cli.cores.len()).map(|i| cli.rate_of(i)).collect(),
+        class_depth: cli.class_depth.map(|n| small(n, "class-depth")).transpose()?,
         trace: cli.trace_ms.map(Duration::from_millis),
         runtime: cli.time_limit(),
         ios: cli.ios,
@@ -158,6 +163,8 @@ struct JobResult {
     cpu: Duration,
     qos: QosReport,
     open_loop: Option<OpenLoopJson>,
+    /// Per urgency class with `--class-depth`: (arrivals, blocked).
+    class_open: Option<[(u64, u64); CLASSES]>,
     trace: Vec<TracePoint>,
 }
 
@@ -228,6 +235,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
         cpu: Duration::ZERO,
         qos: QosReport::default(),
         open_loop: None,
+        class_open: None,
         trace: Vec::new(),
     };
     // Pre-fill for verified read/mixed jobs, in requests of the largest size.
@@ -249,8 +257,13 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     let mut free: Vec<usize> = (0..o.iodepth).collect();
     let mut empty_polls = 0u32;
     // Open loop: Poisson arrivals; `offered`/`blocked` count them.
-    let mut arrivals = o.rate.map(|rate| Arrivals::new(rate, &mut rng));
+    let rate = o.rate.get(idx).copied().flatten();
+    let mut arrivals = rate.map(|rate| Arrivals::new(rate, &mut rng));
     let (mut offered, mut blocked) = (0u64, 0u64);
+    // --class-depth: requests outstanding, arrivals and blocked arrivals per urgency class.
+    let mut class_out = [0usize; CLASSES];
+    let mut class_open = [(0u64, 0u64); CLASSES];
+    let class_idx = |c: u16| usize::from(c).min(CLASSES - 1);
     // --trace-ms: samples preallocated for the whole run (no allocation in the loop).
     let mut trace_hist = latency_hist();
     let mut trace_ios = 0u64;
@@ -274,6 +287,9 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
                 break;
             }
             // Open loop: only arrivals that are due; a due arrival without a free slot is blocked.
+            // With --class-depth the arrival's class is drawn here, and an arrival of a class
+            // with --class-depth requests outstanding is blocked too.
+            let mut drawn = None;
             let arrival = match arrivals.as_mut() {
                 Some(a) => {
                     let due = t0 + a.due();
@@ -282,8 +298,21 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
                     }
                     a.advance(&mut rng);
                     offered += 1;
+                    if let (Some(n), Some(m)) = (o.class_depth, o.prio_mix.as_ref()) {
+                        let c = m.pick(&mut rng);
+                        class_open[class_idx(c)].0 += 1;
+                        if class_out[class_idx(c)] >= n {
+                            class_open[class_idx(c)].1 += 1;
+                            blocked += 1;
+                            continue;
+                        }
+                        drawn = Some(c);
+                    }
                     if free.is_empty() {
                         blocked += 1;
+                        if let Some(c) = drawn {
+                            class_open[class_idx(c)].1 += 1;
+                        }
                         continue;
                     }
                     Some(due)
@@ -298,7 +327,7 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
                 Mode::SeqWrite | Mode::RandWrite => false,
                 Mode::Mixed => (rng.next_u64() % 100) < u64::from(o.rwmix),
             };
-            let class = o.prio_mix.as_ref().map_or(priority, |m| m.pick(&mut rng));
+            let class = drawn.unwrap_or_else(|| o.prio_mix.as_ref().map_or(priority, |m| m.pick(&mut rng)));
             if !read && o.verify {
                 fill(&mut bufs[slot], lba, len as usize);
             }
@@ -311,9 +340,15 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
             // the application's, as at a fixed depth.
             let res = if arrival.is_some() || o.qos.adaptive { h.try_submit(req) } else { h.submit(req) };
             match res {
-                Ok(_) => issued += 1,
+                Ok(_) => {
+                    issued += 1;
+                    class_out[class_idx(class)] += 1;
+                }
                 Err(nvmedl::Error::QueueFull) if arrival.is_some() => {
                     blocked += 1;
+                    if let Some(c) = drawn {
+                        class_open[class_idx(c)].1 += 1;
+                    }
                     free.push(slot);
                 }
                 Err(nvmedl::Error::QueueFull) if o.qos.adaptive => {
@@ -365,7 +400,8 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
             let s = slots[slot];
             let ns = s.started.elapsed().as_nanos() as u64;
             r.hist.saturating_record(ns);
-            r.class_hist[usize::from(s.class).min(CLASSES - 1)].saturating_record(ns);
+            r.class_hist[class_idx(s.class)].saturating_record(ns);
+            class_out[class_idx(s.class)] = class_out[class_idx(s.class)].saturating_sub(1);
             if o.trace.is_some() {
                 trace_hist.saturating_record(ns);
                 trace_ios += 1;
@@ -414,7 +450,8 @@ fn job(dev: &Device, o: &Opts, idx: usize, progress: &AtomicU64, stop: &AtomicBo
     mark(o.markers, 2);
     r.cpu = thread_cpu().saturating_sub(cpu0);
     r.qos = QosReport::of(&h, o.qos.tenant_of(idx));
-    r.open_loop = o.rate.map(|rate| OpenLoopJson {
+    r.class_open = o.class_depth.map(|_| class_open);
+    r.open_loop = rate.map(|rate| OpenLoopJson {
         rate,
         offered,
         blocked,
@@ -441,10 +478,26 @@ fn open_device(o: &Opts) -> Result<Device, String> {
     }
 }
 
-fn classes(r: &JobResult) -> Vec<ClassJson> {
+fn classes(o: &Opts, r: &JobResult) -> Vec<ClassJson> {
+    let secs = r.elapsed.as_secs_f64().max(1e-9);
     (0..CLASSES)
         .filter(|&c| !r.class_hist[c].is_empty())
-        .map(|c| ClassJson { priority: c as u16, ios: r.class_hist[c].len(), lat_us: LatJson::of(&r.class_hist[c]) })
+        .map(|c| ClassJson {
+            priority: c as u16,
+            ios: r.class_hist[c].len(),
+            iops: round(r.class_hist[c].len() as f64 / secs, 1),
+            lat_us: LatJson::of(&r.class_hist[c]),
+            open_loop: r.class_open.map(|a| {
+                let (offered, blocked) = a[c];
+                let share = o.prio_mix.as_ref().map_or(0.0, |m| m.share(c as u16));
+                OpenLoopJson {
+                    rate: round(r.open_loop.map_or(0.0, |l| l.rate) * share, 1),
+                    offered,
+                    blocked,
+                    p_block: if offered == 0 { 0.0 } else { round(blocked as f64 / offered as f64, 5) },
+                }
+            }),
+        })
         .collect()
 }
 
@@ -485,7 +538,7 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                     mb_s: round(r.bytes as f64 / s / 1e6, 2),
                     cpu_pct: round(cpu_pct(r), 1),
                     lat_us: LatJson::of(&r.hist),
-                    classes: classes(r),
+                    classes: classes(o, r),
                     qos: r.qos.clone(),
                     open_loop: r.open_loop,
                     trace: r.trace.clone(),
@@ -542,8 +595,11 @@ fn report(o: &Opts, results: &[JobResult], wall: Duration) -> bool {
                 r.first_error.as_ref().map_or(String::new(), |e| format!(" ({e})"))
             );
             if o.prio_mix.is_some() {
-                for c in classes(r) {
+                for c in classes(o, r) {
                     println!("    class {}: {} I/Os, lat {}", c.priority, c.ios, c.lat_us.line());
+                    if let Some(l) = c.open_loop {
+                        println!("      open loop: {} arrivals, {} blocked (P_block {:.4})", l.offered, l.blocked, l.p_block);
+                    }
                 }
             }
             if let Some(l) = r.open_loop {

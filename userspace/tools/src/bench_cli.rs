@@ -67,11 +67,19 @@ pub struct BenchCli {
     /// e.g. `0:1,3:4` = 20 % class 0, 80 % class 3. The report adds per-class latency.
     #[arg(long, value_parser = PrioMix::parse, value_name = "P:W[,P:W..]")]
     pub prio_mix: Option<PrioMix>,
-    /// Open loop: Poisson arrivals at this many requests per second per job. An arrival that
+    /// Open loop: Poisson arrivals at this many requests per second per job, one rate per core
+    /// in `--cores` order (the last one repeats for the remaining cores). An arrival that
     /// finds `--iodepth` requests outstanding is blocked (counted, dropped, not retried);
-    /// latency runs from the arrival. The M/D/1/K measurement of `nvmedl advise`.
-    #[arg(long, value_name = "IOPS")]
-    pub rate: Option<f64>,
+    /// latency runs from the arrival. The M/D/1/K measurement of `nvmedl advise` (one rate
+    /// per urgency class, with `--priority`, for its WRR classes).
+    #[arg(long, value_delimiter = ',', value_name = "IOPS[,IOPS..]")]
+    pub rate: Vec<f64>,
+    /// Open loop with `--prio-mix`: at most N requests of each urgency class outstanding; an
+    /// arrival of a class that has N is blocked (counted per class: the JSON `classes[]`
+    /// `open_loop`). One job then drives one M/D/1/K per class (the WRR model of `nvmedl
+    /// advise --classes`); `--iodepth` must be at least N times the number of classes.
+    #[arg(long, value_parser = parse_size, value_name = "N")]
+    pub class_depth: Option<u64>,
     /// Every MS milliseconds record the in-flight limit, the completions and their p99
     /// (the JSON report's `trace` of each job).
     #[arg(long, value_parser = parse_size, value_name = "MS")]
@@ -171,8 +179,20 @@ impl BenchCli {
         if self.size < sizes.max {
             return Err(format!("--size {} is smaller than the largest request {}", self.size, sizes.max));
         }
-        if self.rate.is_some_and(|r| !(r.is_finite() && r > 0.0 && r <= 1e8)) {
-            return Err("--rate is a number of requests per second in (0, 1e8]".into());
+        if self.rate.iter().any(|&r| !(r.is_finite() && r > 0.0 && r <= 1e8)) {
+            return Err("--rate is a number of requests per second in (0, 1e8] (one per core)".into());
+        }
+        if self.rate.len() > self.cores.len() {
+            return Err(format!("--rate has {} values for {} cores", self.rate.len(), self.cores.len()));
+        }
+        if let Some(n) = self.class_depth {
+            let classes = self.prio_mix.as_ref().map_or(0, |m| m.classes().count() as u64);
+            if self.rate.is_empty() || classes == 0 {
+                return Err("--class-depth needs --rate and --prio-mix".into());
+            }
+            if n == 0 || n.saturating_mul(classes) > self.iodepth {
+                return Err(format!("need 1 <= --class-depth ({n}) and {classes} x --class-depth <= --iodepth ({})", self.iodepth));
+            }
         }
         if self.trace_ms == Some(0) {
             return Err("--trace-ms needs at least 1 ms".into());
@@ -213,6 +233,11 @@ impl BenchCli {
         Sizes::new(self.bs_dist, self.bs, self.bs_max.unwrap_or(self.bs.saturating_mul(16)))
     }
 
+    /// Job `idx`'s open-loop arrival rate (`None`: closed loop).
+    pub fn rate_of(&self, idx: usize) -> Option<f64> {
+        self.rate.get(idx).or(self.rate.last()).copied()
+    }
+
     /// The time limit, unless `--ios` replaces it.
     pub fn time_limit(&self) -> Option<Duration> {
         match self.ios {
@@ -243,7 +268,8 @@ mod tests {
         assert_eq!((o.cores.clone(), o.priority.clone()), (vec![0], vec![1]));
         assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
         assert!(!o.verify && !o.json && !o.syscall_markers && o.inproc.is_none());
-        assert!(o.prio_mix.is_none() && o.rate.is_none() && o.trace_ms.is_none());
+        assert!(o.prio_mix.is_none() && o.rate.is_empty() && o.trace_ms.is_none() && o.class_depth.is_none());
+        assert_eq!(o.rate_of(0), None);
         assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Fixed, bs: 4096, max: 4096 });
         assert!(o.validate().is_ok());
         assert_eq!((o.backoff, o.backoff().unwrap()), (BackoffMode::Spin, None));
@@ -276,8 +302,38 @@ mod tests {
         let o = parse("--bs-dist exp --bs 8k --bs-max 64k --prio-mix 0:1,3:4 --rate 900 --iodepth 4").unwrap();
         assert_eq!(o.sizes().unwrap().max, 64 << 10);
         assert_eq!(o.prio_mix.clone().unwrap(), PrioMix::parse("0:1,3:4").unwrap());
-        assert_eq!(o.rate, Some(900.0));
+        assert_eq!((o.rate.clone(), o.rate_of(0), o.rate_of(3)), (vec![900.0], Some(900.0), Some(900.0)));
         o.validate().unwrap();
+    }
+
+    #[test]
+    fn class_depth_needs_an_open_loop_class_mix_that_fits_the_iodepth() {
+        let o = parse("--cores 0 --rate 1000 --prio-mix 1:3,3:1 --class-depth 4 --iodepth 8").unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.class_depth, Some(4));
+        for bad in [
+            "--rate 1000 --prio-mix 1:3,3:1 --class-depth 4 --iodepth 7",
+            "--rate 1000 --prio-mix 1:3,3:1 --class-depth 0 --iodepth 8",
+            "--prio-mix 1:3,3:1 --class-depth 4 --iodepth 8",
+            "--rate 1000 --class-depth 4 --iodepth 8",
+        ] {
+            assert!(parse(bad).unwrap().validate().is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn one_rate_per_class_for_the_wrr_sweep() {
+        // `make qos-advise-wrr`: one job per urgency class, each with its own arrival rate.
+        let o = parse("--rw rand-read --cores 0,1 --priority 1,3 --iodepth 4 --rate 4500,1500 --runtime 4 --json").unwrap();
+        o.validate().unwrap();
+        assert_eq!((o.rate_of(0), o.rate_of(1), o.rate_of(2)), (Some(4500.0), Some(1500.0), Some(1500.0)));
+        assert_eq!(o.priority, vec![1, 3]);
+        let o = parse("--cores 0,1,2 --rate 100,200").unwrap();
+        o.validate().unwrap();
+        assert_eq!(o.rate_of(2), Some(200.0), "the last rate repeats");
+        assert!(parse("--cores 0 --rate 100,200").unwrap().validate().is_err(), "more rates than jobs");
+        assert!(parse("--cores 0,1 --rate 100,0").unwrap().validate().is_err(), "every rate is checked");
+        assert!(parse("--rate 100,x").is_err());
     }
 
     #[test]

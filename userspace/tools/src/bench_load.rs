@@ -117,6 +117,19 @@ impl PrioMix {
         self.cumulative.iter().map(|&(p, _)| p)
     }
 
+    /// The share (0..=1) of the draws that fall on `class` (0 for a class not in the mix).
+    pub fn share(&self, class: u16) -> f64 {
+        let total = self.cumulative.last().map_or(1, |&(_, c)| c) as f64;
+        let mut prev = 0;
+        for &(p, c) in &self.cumulative {
+            if p == class {
+                return (c - prev) as f64 / total;
+            }
+            prev = c;
+        }
+        0.0
+    }
+
     /// Draw a class.
     pub fn pick(&self, rng: &mut Rng) -> u16 {
         let total = self.cumulative.last().map_or(1, |&(_, c)| c);
@@ -196,6 +209,7 @@ mod tests {
     fn the_class_mix_follows_its_weights() {
         let m = PrioMix::parse("0:1,3:3").unwrap();
         assert_eq!(m.classes().collect::<Vec<_>>(), vec![0, 3]);
+        assert_eq!((m.share(0), m.share(3), m.share(1)), (0.25, 0.75, 0.0));
         let mut rng = Rng::new(3);
         let mut count = [0u32; 4];
         for _ in 0..100_000 {

@@ -38,6 +38,10 @@ pub struct QosArgs {
     /// Percentile of each window's queueing delays that --adaptive holds at the target (1..=99).
     #[arg(long, default_value = "50", value_parser = parse_size, value_name = "P")]
     pub depth_percentile: u64,
+    /// Slow start of --adaptive: double the limit per decision while the queueing delay is
+    /// below half the target, until the first window that reaches half the target.
+    #[arg(long)]
+    pub slow_start: bool,
     /// Level-1 scheduler of every job.
     #[arg(long, value_enum, default_value = "fifo")]
     pub scheduler: SchedKind,
@@ -65,6 +69,9 @@ impl QosArgs {
                 self.target_delay_us, self.min_depth, self.depth_percentile
             )
         })?;
+        if self.slow_start && !self.adaptive {
+            return Err("--slow-start needs --adaptive".into());
+        }
         self.tiers()?.validate().map_err(|_| "--tier-weights need three values in 1..=1000, --tier-max-wait-us <= 10 s".to_string())?;
         if self.tenant.iter().any(|&t| t >= nvmedl::qos::MAX_TENANTS as u64) {
             return Err(format!("--tenant ids are 0..{}", nvmedl::qos::MAX_TENANTS));
@@ -83,6 +90,7 @@ impl QosArgs {
             target: Duration::from_micros(self.target_delay_us),
             min_depth: self.min_depth.min(usize::MAX as u64) as usize,
             percentile: self.depth_percentile.min(255) as u8,
+            slow_start: self.slow_start,
             ..DepthConfig::default()
         }
     }
@@ -222,13 +230,26 @@ mod tests {
         q.validate().unwrap();
         q.apply(&mut o).unwrap();
         assert_eq!(o.depth_control.unwrap().target, Duration::from_micros(80));
+        assert!(!o.depth_control.unwrap().slow_start, "slow start is off unless asked for");
         assert!(o.tenants.is_some());
         assert_eq!((q.tenant_of(0), q.tenant_of(1), q.tenant_of(5)), (Some(1), Some(2), Some(2)));
     }
 
     #[test]
+    fn slow_start_reaches_the_depth_config() {
+        let q = parse("--adaptive --target-delay-us 20000 --slow-start").unwrap();
+        q.validate().unwrap();
+        let mut o = HandleOptions::default();
+        q.apply(&mut o).unwrap();
+        let d = o.depth_control.unwrap();
+        assert!(d.slow_start);
+        assert_eq!(d.target, Duration::from_millis(20));
+    }
+
+    #[test]
     fn bad_values_are_rejected() {
         for bad in [
+            "--slow-start",
             "--target-delay-us 0",
             "--tier-weights 1,2",
             "--tier-weights 0,1,1",

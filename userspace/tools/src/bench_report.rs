@@ -86,8 +86,14 @@ pub struct ClassJson {
     pub priority: u16,
     /// Completed requests.
     pub ios: u64,
+    /// Completions per second (over the job's timed loop).
+    pub iops: f64,
     /// Their latency.
     pub lat_us: LatJson,
+    /// Open loop with `--prio-mix`: this class's arrivals (its share of `--rate`) and how many
+    /// found `--class-depth` requests of the class outstanding.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_loop: Option<OpenLoopJson>,
 }
 
 /// One `--trace-ms` sample of a job: the interval that ends at `t_ms`.

@@ -5,6 +5,7 @@
 //! Exit status of every tool: 0 success, 1 failure (I/O error, device error, verify mismatch),
 //! 2 usage error (clap's code). `--help` and `--version` exit 0 and never open a device.
 
+pub mod advise_report;
 pub mod bench_cli;
 pub mod bench_load;
 pub mod bench_qos;

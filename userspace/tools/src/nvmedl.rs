@@ -9,7 +9,7 @@
 //! nvmedl [--device PATH] reset  <core>                          HDU_IOC_RESET (rev 2)
 //! nvmedl [--device PATH] reset  controller                      CONTROLLER_INIT + engine queue reset
 //! nvmedl [--device PATH] arbitration <burst> <high> <medium> <low>   (weights minus one)
-//! nvmedl advise --service-us US --rate N [--classes R:W,..] [--fraction F] [--max-depth K]
+//! nvmedl advise --service-us US --rate N [--classes R:W,..] [--fraction F] [--max-depth K] [--json]
 //! ```
 //! The command line is defined in `nvmedl_cli.rs` (clap). Exit status: 0 success, 1 failure
 //! (verify mismatch included), 2 usage.
@@ -21,6 +21,7 @@ use directnvm_abi::*;
 use nvmedl::qos::advisor::{self, AdviceInput};
 use nvmedl::qos::mdk;
 use nvmedl::{Device, Error, Handle};
+use nvmedl_tools::advise_report::AdviceJson;
 use nvmedl_tools::nvmedl_cli::{Class, Command, NvmedlCli, ResetTarget};
 use nvmedl_tools::progress::Progress;
 use nvmedl_tools::EXIT_FAILURE;
@@ -220,7 +221,7 @@ fn transfer(h: &mut Handle, lba: u64, data: &mut [u8], write: bool, progress: &m
 }
 
 /// `nvmedl advise`: the model needs no device.
-fn advise(service_us: f64, rate: f64, classes: &[Class], fraction: f64, max_depth: u64) -> Result<ExitCode, Error> {
+fn advise(service_us: f64, rate: f64, classes: &[Class], fraction: f64, max_depth: u64, json: bool) -> Result<ExitCode, Error> {
     let input = AdviceInput {
         service: service_us * 1e-6,
         lambda: rate,
@@ -229,6 +230,16 @@ fn advise(service_us: f64, rate: f64, classes: &[Class], fraction: f64, max_dept
         max_depth: u32::try_from(max_depth).map_err(|_| Error::InvalidArgument)?,
     };
     match advisor::advise(&input) {
+        Ok(a) if json => match serde_json::to_string(&AdviceJson::of(&input, &a)) {
+            Ok(line) => {
+                println!("{line}");
+                Ok(ExitCode::SUCCESS)
+            }
+            Err(e) => {
+                eprintln!("nvmedl: advise: JSON: {e}");
+                Ok(ExitCode::from(EXIT_FAILURE))
+            }
+        },
         Ok(a) => {
             print!("{}", a.render(&input));
             Ok(ExitCode::SUCCESS)
@@ -242,8 +253,8 @@ fn advise(service_us: f64, rate: f64, classes: &[Class], fraction: f64, max_dept
 
 fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
     // The model needs no device.
-    if let Command::Advise { service_us, rate, classes, fraction, max_depth } = &cli.command {
-        return advise(*service_us, *rate, classes, *fraction, *max_depth);
+    if let Command::Advise { service_us, rate, classes, fraction, max_depth, json } = &cli.command {
+        return advise(*service_us, *rate, classes, *fraction, *max_depth, *json);
     }
     let dev = match Device::open_path(&cli.device) {
         Ok(d) => d,

@@ -108,6 +108,9 @@ pub enum Command {
         /// Largest depth considered (1..=1024).
         #[arg(long, default_value = "256", value_parser = parse_num)]
         max_depth: u64,
+        /// Print the table as one JSON object (per depth and class: P_block, IOPS, W_us, rho).
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -185,9 +188,12 @@ mod tests {
                 rate: 45000.0,
                 classes: vec![Class { rate: 20000.0, weight: 128.0 }, Class { rate: 20000.0, weight: 1.0 }],
                 fraction: 0.99,
-                max_depth: 256
+                max_depth: 256,
+                json: false
             }
         );
+        let c = parse(&["advise", "--service-us", "170", "--rate", "7600", "--classes", "5700:3,1900:1", "--max-depth", "16", "--json"]);
+        assert!(matches!(c.unwrap().command, Command::Advise { json: true, max_depth: 16, .. }));
         assert!(parse(&["advise", "--service-us", "20", "--rate", "1", "--classes", "5"]).is_err());
         assert!(parse(&["advise", "--service-us", "20", "--rate", "1", "--classes", "5:-1"]).is_err());
         // --device before (the old form) or after the subcommand.

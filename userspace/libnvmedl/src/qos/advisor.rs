@@ -95,7 +95,7 @@ impl Advice {
         );
         let _ = write!(s, "{:>6} {:>10} {:>12} {:>10}", "depth", "P_block", "IOPS", "W_us");
         for c in 0..input.classes.len() {
-            let _ = write!(s, " | c{c}:{:>8} {:>10}", "P_block", "IOPS");
+            let _ = write!(s, " | c{c}:{:>8} {:>10} {:>10}", "P_block", "IOPS", "W_us");
         }
         s.push('\n');
         for r in &self.rows {
@@ -104,10 +104,10 @@ impl Advice {
             for c in &r.classes {
                 match c {
                     Some(m) => {
-                        let _ = write!(s, " | {:>11} {:>10.0}", pb(m.blocking), m.throughput);
+                        let _ = write!(s, " | {:>11} {:>10.0} {:>10.1}", pb(m.blocking), m.throughput, m.mean_response * 1e6);
                     }
                     None => {
-                        let _ = write!(s, " | {:>11} {:>10}", "-", "-");
+                        let _ = write!(s, " | {:>11} {:>10} {:>10}", "-", "-", "-");
                     }
                 }
             }
@@ -172,7 +172,17 @@ mod tests {
             let (hi, lo) = (r.classes[0].unwrap(), r.classes[1].unwrap());
             assert!(hi.blocking <= lo.blocking, "depth {}", r.total.depth);
         }
-        assert!(a.render(&i).contains("class 1 (weight 1)"));
+        let text = a.render(&i);
+        assert!(text.contains("class 1 (weight 1)"), "{text}");
+        // Per class: P_block, IOPS and the mean response of the class's own M/D/1/K.
+        let head = text.lines().nth(1).unwrap();
+        assert_eq!(head.matches("W_us").count(), 3, "{head}");
+        let k1 = text.lines().find(|l| l.trim_start().starts_with("1 ")).unwrap();
+        let cols: Vec<&str> = k1.split('|').collect();
+        assert_eq!(cols.len(), 3, "{k1}");
+        // Depth 1: the response is the class's service time D·Σw/w_c (129/128 and 129 x 20 µs).
+        let w = |c: &str| c.split_whitespace().nth(2).unwrap().parse::<f64>().unwrap();
+        assert!((w(cols[1]) - 20.2).abs() < 0.1 && (w(cols[2]) - 2580.0).abs() < 0.1, "{k1}");
     }
 
     #[test]
