@@ -92,8 +92,17 @@ test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 2 --engines 4
 	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
-	@bash qemu/run.sh --mode ublk --revision 1
-	@bash qemu/run.sh --mode ublk --revision 2
+	@bash qemu/run.sh --mode ublk --revision 1 $(UBLK_STOP_ENV)
+	@bash qemu/run.sh --mode ublk --revision 2 $(UBLK_STOP_ENV)
+
+# The ublk mode with a longer stop stress (rounds of SIGTERM / kill -9 + del under a mounted,
+# busy ext4; make check runs the mode's default count): make ublk-stop UBLK_STOP_ITERS=200
+UBLK_STOP_ITERS ?=
+UBLK_STOP_ENV = $(if $(UBLK_STOP_ITERS),--env DNVM_UBLK_STOP_ITERS=$(UBLK_STOP_ITERS))
+.PHONY: ublk-stop
+ublk-stop: initramfs
+	@bash qemu/run.sh --mode ublk --revision 1 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(or $(UBLK_STOP_ITERS),200)
+	@bash qemu/run.sh --mode ublk --revision 2 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(or $(UBLK_STOP_ITERS),200)
 
 # The oldest supported kernel (docs/board.md "Kernel versions"): its own cached test kernel,
 # the modules built against it, the guest suite on rev 2.
@@ -181,7 +190,7 @@ DESTDIR ?=
 PROFILE ?= release
 INSTALL_MOD_DIR ?= extra
 INSTALL_VARS = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PROFILE="$(PROFILE)" \
-	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR,$(if $($(v)),$(v)="$($(v))"))
+	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR SYSTEMDUNITDIR,$(if $($(v)),$(v)="$($(v))"))
 .PHONY: install uninstall modules_install test-install
 install:
 	@$(INSTALL_VARS) bash scripts/install.sh install

@@ -35,6 +35,8 @@ for lib in $(aarch64-linux-gnu-readelf -d "$ROOT/usr/lib/fio/libfio_directnvm.so
   [ -n "$src" ] || { echo "mkinitramfs: $lib (needed by libfio_directnvm.so) is in no fetched package" >&2; exit 1; }
   mkdir -p "$ROOT/lib/aarch64-linux-gnu"; cp -L "$src" "$ROOT/lib/aarch64-linux-gnu/$lib"
 done
+# nvmedl-ublk's systemd units as `make install` renders them (the ublk mode runs their lines).
+bash "$TOP/scripts/install.sh" units "$ROOT/lib/systemd/system" /bin
 install -m 0755 "$TOP/qemu/init.sh" "$ROOT/init"
 mkdir -p "$(dirname "$OUT")"
 (cd "$ROOT" && find . -print0 | cpio --null -o -H newc --quiet) | gzip -1 > "$OUT"

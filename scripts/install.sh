@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
-# Install or uninstall libnvmedl, its header and pkg-config file, the tools, their man pages and
-# the udev rule (`make install` / `make uninstall`; the kernel modules: `make modules_install`).
+# Install or uninstall libnvmedl, its header and pkg-config file, the tools (nvmedl, nvmedl-bench,
+# nvmedl-ublk), their man pages, the udev rule and nvmedl-ublk's systemd units (`make install` /
+# `make uninstall`; the kernel modules: `make modules_install`).
 #
 #   scripts/install.sh install|uninstall|files
+#   scripts/install.sh units DIR BINDIR   render the systemd units into DIR for programs in BINDIR
 #
 # Environment (the Makefile passes its variables of the same names):
 #   PREFIX=/usr/local  DESTDIR=  BINDIR=$PREFIX/bin  LIBDIR=$PREFIX/lib
 #   INCLUDEDIR=$PREFIX/include  MANDIR=$PREFIX/share/man  PKGCONFIGDIR=$LIBDIR/pkgconfig
-#   UDEVRULESDIR=/etc/udev/rules.d  PROFILE=release (cargo profile: release or dev)
+#   UDEVRULESDIR=/etc/udev/rules.d  SYSTEMDUNITDIR=$PREFIX/lib/systemd/system
+#   PROFILE=release (cargo profile: release or dev)
 #   NO_BUILD=1: install what target/ holds without running cargo.
 # `files` prints the installed paths (without DESTDIR), which is also what uninstall removes.
 set -euo pipefail
@@ -23,6 +26,7 @@ INCLUDEDIR=${INCLUDEDIR:-$PREFIX/include}
 MANDIR=${MANDIR:-$PREFIX/share/man}
 PKGCONFIGDIR=${PKGCONFIGDIR:-$LIBDIR/pkgconfig}
 UDEVRULESDIR=${UDEVRULESDIR:-/etc/udev/rules.d}
+SYSTEMDUNITDIR=${SYSTEMDUNITDIR:-$PREFIX/lib/systemd/system}
 PROFILE=${PROFILE:-release}
 case "$PROFILE" in
   release) OUT=$TOP/target/release ;;
@@ -34,7 +38,8 @@ esac
 VERSION=$(sed -n 's/^version = "\(.*\)"/\1/p' "$TOP/userspace/libnvmedl/Cargo.toml" | head -1)
 [ -n "$VERSION" ] || { echo "install: no version in userspace/libnvmedl/Cargo.toml" >&2; exit 1; }
 MAJOR=${VERSION%%.*}
-TOOLS=(nvmedl nvmedl-bench)
+TOOLS=(nvmedl nvmedl-bench nvmedl-ublk)
+UNITS=(nvmedl-ublk@.service nvmedl-ublk-export@.service)
 MANDIR_BUILD=$TOP/build/man
 
 man_pages() { ls "$MANDIR_BUILD"/*.1 2>/dev/null | xargs -rn1 basename; }
@@ -48,11 +53,22 @@ files() {
   echo "$PKGCONFIGDIR/libnvmedl.pc"
   for t in "${TOOLS[@]}"; do echo "$BINDIR/$t"; done
   echo "$UDEVRULESDIR/99-directnvm.rules"
+  for u in "${UNITS[@]}"; do echo "$SYSTEMDUNITDIR/$u"; done
+}
+
+# The units with the programs' directory filled in (userspace/ublk/systemd/*.in).
+render_units() {
+  local dir=$1 bindir=$2 u
+  install -d "$dir"
+  for u in "${UNITS[@]}"; do
+    sed "s|@BINDIR@|$bindir|g" "$TOP/userspace/ublk/systemd/$u.in" > "$dir/$u"
+    chmod 0644 "$dir/$u"
+  done
 }
 
 build() {
   [ "${NO_BUILD:-}" = 1 ] && return 0
-  (cd "$TOP" && cargo build --profile "$PROFILE" -q -p libnvmedl -p nvmedl-tools)
+  (cd "$TOP" && cargo build --profile "$PROFILE" -q -p libnvmedl -p nvmedl-tools -p nvmedl-ublk)
   # Man pages from the clap definitions (nvmedl-mangen is a build tool, not installed).
   rm -rf "$MANDIR_BUILD"
   (cd "$TOP" && cargo run --profile "$PROFILE" -q -p nvmedl-tools --features man --bin nvmedl-mangen -- "$MANDIR_BUILD" >/dev/null)
@@ -77,7 +93,8 @@ install_all() {
   for t in "${TOOLS[@]}"; do install -m 0755 "$OUT/$t" "$d$BINDIR/$t"; done
   for m in $(man_pages); do install -m 0644 "$MANDIR_BUILD/$m" "$d$MANDIR/man1/$m"; done
   install -m 0644 "$TOP/docs/petalinux/99-directnvm.rules" "$d$UDEVRULESDIR/99-directnvm.rules"
-  echo "install: libnvmedl $VERSION, ${TOOLS[*]}, $(man_pages | wc -l) man pages, udev rule -> ${d:-/}${d:+ }(PREFIX $PREFIX)"
+  render_units "$d$SYSTEMDUNITDIR" "$BINDIR"
+  echo "install: libnvmedl $VERSION, ${TOOLS[*]}, $(man_pages | wc -l) man pages, udev rule, ${UNITS[*]} -> ${d:-/}${d:+ }(PREFIX $PREFIX)"
   if [ -z "$d" ] && command -v ldconfig >/dev/null && [ "$(id -u)" = 0 ]; then ldconfig; fi
 }
 
@@ -86,12 +103,13 @@ uninstall_all() {
   files | while read -r f; do rm -f "$d$f"; done
   # Man pages: every nvmedl*.1 this project generates (the set depends on the subcommands).
   rm -f "$d$MANDIR"/man1/nvmedl.1 "$d$MANDIR"/man1/nvmedl-*.1
-  echo "uninstall: removed libnvmedl, ${TOOLS[*]}, man pages, udev rule from ${d:-/}${d:+ }(PREFIX $PREFIX)"
+  echo "uninstall: removed libnvmedl, ${TOOLS[*]}, man pages, udev rule, units from ${d:-/}${d:+ }(PREFIX $PREFIX)"
 }
 
 case "${1:-}" in
   install) install_all ;;
   uninstall) uninstall_all ;;
   files) files ;;
-  *) echo "usage: scripts/install.sh install|uninstall|files" >&2; exit 2 ;;
+  units) render_units "${2:?units DIR BINDIR}" "${3:?units DIR BINDIR}" ;;
+  *) echo "usage: scripts/install.sh install|uninstall|files|units DIR BINDIR" >&2; exit 2 ;;
 esac

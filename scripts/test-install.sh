@@ -73,6 +73,13 @@ for t in nvmedl nvmedl-bench; do
   set +e; "$bin" --no-such-flag >/dev/null 2>&1; rc=$?; set -e
   [ "$rc" = 2 ] && ok "$t: a usage error exits 2" || bad "$t: a usage error exits $rc, not 2"
 done
+for u in nvmedl-ublk@.service nvmedl-ublk-export@.service; do
+  f=$DEST$PREFIX/lib/systemd/system/$u
+  exe=$(sed -n 's/^ExecStart=\([^ ]*\).*/\1/p' "$f" 2>/dev/null)
+  [ "$exe" = "$PREFIX/bin/nvmedl-ublk" ] && [ -x "$DEST$exe" ] && ! grep -q '@[A-Z]*@' "$f" &&
+    [ "$("$DEST$exe" --version)" = "nvmedl-ublk 0.1.0" ] &&
+    ok "$u installed, its ExecStart runs the installed nvmedl-ublk" || bad "$u (ExecStart '$exe')"
+done
 set +e; "$DEST$PREFIX/bin/nvmedl" --device "$WORK/none" info >/dev/null 2>"$WORK/err"; rc=$?; set -e
 [ "$rc" = 1 ] && grep -q "$WORK/none" "$WORK/err" && ok "nvmedl without a device exits 1 and names the device" ||
   bad "nvmedl without a device: rc $rc" "$WORK/err"

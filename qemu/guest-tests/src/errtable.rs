@@ -59,9 +59,17 @@ fn claim(fd: &OwnedFd, cmd: u32, core: u32, flags: u32) -> io::Result<()> {
 }
 
 fn map(fd: &OwnedFd, len: usize, offset: u64, flags: i32) -> io::Result<()> {
+    map_with(fd, len, offset, flags, libc::PROT_READ | libc::PROT_WRITE)
+}
+
+/// A shared mapping with protection `prot`; Ok only if the kernel granted it.
+fn map_prot(fd: &OwnedFd, len: usize, offset: u64, prot: i32) -> io::Result<()> {
+    map_with(fd, len, offset, libc::MAP_SHARED, prot)
+}
+
+fn map_with(fd: &OwnedFd, len: usize, offset: u64, flags: i32, prot: i32) -> io::Result<()> {
     // SAFETY: a new mapping chosen by the kernel; unmapped at once if it succeeds.
-    let p =
-        unsafe { libc::mmap(std::ptr::null_mut(), len, libc::PROT_READ | libc::PROT_WRITE, flags, fd.as_raw_fd(), offset as libc::off_t) };
+    let p = unsafe { libc::mmap(std::ptr::null_mut(), len, prot, flags, fd.as_raw_fd(), offset as libc::off_t) };
     if p == libc::MAP_FAILED {
         return Err(io::Error::last_os_error());
     }
@@ -196,6 +204,21 @@ pub const ROWS: &[Row] = &[
             let fd = rw(DN)?;
             let r = region(&fd, 0, DNVM_REGION_DATA)?;
             map(&fd, 4096, r.offset, libc::MAP_SHARED)
+        },
+    },
+    Row {
+        node: DN,
+        call: "mmap",
+        when: "file opened O_RDONLY (it can claim nothing), writable or read-only mapping",
+        errno: ("EACCES", libc::EACCES),
+        probe: || {
+            let fd = open_mode(DN, libc::O_RDONLY)?;
+            let r = region(&fd, 0, DNVM_REGION_DATA)?;
+            match map(&fd, 4096, r.offset, libc::MAP_SHARED) {
+                Err(e) if e.raw_os_error() == Some(libc::EACCES) => map_prot(&fd, 4096, r.offset, libc::PROT_READ),
+                Err(e) => Err(e),
+                Ok(()) => Err(io::Error::other("a writable mapping of a read-only file was granted")),
+            }
         },
     },
     Row {

@@ -51,6 +51,8 @@ mod ublk;
 mod ublk_bench;
 mod ublk_net;
 mod ublk_srv;
+mod ublk_stop;
+mod ublk_unit;
 mod wrr;
 
 /// The reliability groups in their suite forms.

@@ -216,5 +216,7 @@ pub fn run_mode(t: &mut Tap) {
     if let Some(s) = crash(t, s) {
         stop(t, s);
     }
+    crate::ublk_stop::run(t, crate::ublk_stop::iters());
+    crate::ublk_unit::run(t);
     bad_input(t);
 }

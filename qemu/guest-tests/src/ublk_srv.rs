@@ -74,10 +74,44 @@ impl Server {
         }
     }
 
+    /// Wait for the server to exit by itself, at most `bound`: Ok((exited 0, how long)).
+    pub fn wait_within(mut self, bound: std::time::Duration) -> Result<(bool, std::time::Duration), String> {
+        let t0 = std::time::Instant::now();
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => return Ok((st.success(), t0.elapsed())),
+                Ok(None) if t0.elapsed() <= bound => std::thread::sleep(std::time::Duration::from_millis(10)),
+                Ok(None) => {
+                    let pid = self.pid();
+                    // Not reaped on purpose if it will not die: the caller reports what blocks it.
+                    let _ = self.child.kill();
+                    return Err(format!("server {pid} still running {bound:?} later"));
+                }
+                Err(e) => return Err(e.to_string()),
+            }
+        }
+    }
+
+    /// SIGTERM; the server must be gone within `bound`, with exit status 0: Ok(how long).
+    pub fn term_within(self, bound: std::time::Duration) -> Result<std::time::Duration, String> {
+        // SAFETY: plain kill(2) on our own child's pid.
+        unsafe { libc::kill(self.pid(), libc::SIGTERM) };
+        let (ok, took) = self.wait_within(bound)?;
+        check_ok(ok, took)
+    }
+
     /// SIGKILL and reap: the block device stays (user recovery).
     pub fn kill9(mut self) {
         let _ = self.child.kill();
         let _ = self.child.wait();
+    }
+}
+
+fn check_ok(ok: bool, took: std::time::Duration) -> Result<std::time::Duration, String> {
+    if ok {
+        Ok(took)
+    } else {
+        Err(format!("server exited with an error after {took:?} (its stderr is above)"))
     }
 }
 

@@ -21,7 +21,9 @@ pub enum Cmd {
     Export(ExportArgs),
     /// Tear down an export made by `export`.
     Unexport(UnexportArgs),
-    /// Delete a ublk device left behind by a killed server (instead of recovering it).
+    /// Delete a ublk device: one left behind by a killed server (instead of recovering it), or
+    /// a served one (its server stops). Returns at once, even while a file system is mounted on
+    /// the device; queued and new I/O fail with EIO.
     Del {
         /// ublk device id.
         id: i32,
@@ -43,8 +45,12 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = -1, allow_hyphen_values = true)]
     pub id: i32,
     /// Resume ublk device ID left by a killed server (ublk user recovery).
-    #[arg(long, value_name = "ID")]
+    #[arg(long, value_name = "ID", conflicts_with = "recover_existing")]
     pub recover: Option<i32>,
+    /// With --id N: if device N exists and its server is gone, recover it instead of refusing
+    /// (what a service manager's restart after a crash wants).
+    #[arg(long, requires = "id")]
+    pub recover_existing: bool,
     /// DirectNVM control device.
     #[arg(long, default_value = "/dev/directnvm")]
     pub device: String,

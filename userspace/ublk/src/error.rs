@@ -14,6 +14,8 @@ pub enum UblkSrvError {
     DuplicateCore(u32),
     #[error("no cores given")]
     NoCores,
+    #[error("core {core} does not exist: the engine has {cores} cores (0-{last})", last = cores.saturating_sub(1))]
+    NoSuchCore { core: u32, cores: u32 },
     #[error("ublk: {0}")]
     Ublk(String),
     #[error("ublk device {0} does not exist")]

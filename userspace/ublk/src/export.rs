@@ -69,8 +69,27 @@ pub fn export(a: ExportArgs) -> Result<()> {
         let _ = teardown(&root, &nqn, Some(addr));
     }
     let port = r?;
-    println!("nvmedl-ublk: {bdev} exported as {nqn} on tcp {addr} (nvmet port {port})");
+    println!("nvmedl-ublk: {bdev} exported as {nqn} on tcp {addr} (nvmet port {port}); any host may connect");
+    let host = if addr.ip().is_unspecified() { "<this board's address>".to_string() } else { addr.ip().to_string() };
+    println!("nvmedl-ublk: on the initiator, as root (the first two lines once per host):");
+    for l in host_setup(&host, &addr.port().to_string(), &nqn) {
+        println!("  {l}");
+    }
     Ok(())
+}
+
+/// What an initiator runs to reach an export: its host NQN and host ID files (the kernel's
+/// fabrics driver refuses a second connection from a host whose ID it derived itself but whose
+/// NQN differs, and nvme-cli needs them to be stable), then discovery and connect. The same
+/// lines are in docs/ublk.md (a test checks it) and the guest suite runs them as printed.
+pub fn host_setup(addr: &str, port: &str, nqn: &str) -> [String; 4] {
+    [
+        "[ -s /etc/nvme/hostnqn ] || { mkdir -p /etc/nvme && nvme gen-hostnqn > /etc/nvme/hostnqn; }".to_string(),
+        "[ -s /etc/nvme/hostid ] || { sed -n 's/.*:uuid://p' /etc/nvme/hostnqn | grep . || cat /proc/sys/kernel/random/uuid; } > /etc/nvme/hostid"
+            .to_string(),
+        format!("nvme discover -t tcp -a {addr} -s {port}"),
+        format!("nvme connect -t tcp -a {addr} -s {port} -n {nqn}"),
+    ]
 }
 
 fn build(root: &Path, sub: &Path, nqn: &str, bdev: &str, addr: SocketAddr) -> Result<u32> {
@@ -128,4 +147,17 @@ pub fn unexport(a: UnexportArgs) -> Result<()> {
     }
     println!("nvmedl-ublk: {nqn} unexported");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::host_setup;
+
+    #[test]
+    fn the_docs_show_the_host_setup_that_export_prints() {
+        let doc = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ublk.md")).expect("docs/ublk.md");
+        for l in host_setup("ADDR", "PORT", "NQN") {
+            assert!(doc.lines().any(|d| d.trim() == l), "docs/ublk.md lacks the line {l:?}");
+        }
+    }
 }

@@ -24,7 +24,7 @@ fn del(id: i32) -> Result<()> {
     if !std::path::Path::new(&format!("/dev/ublkc{id}")).exists() {
         return Err(error::UblkSrvError::NoSuchUblk(id));
     }
-    libublk::ctrl::UblkCtrl::new_simple(id)?.del_dev()?;
+    serve::delete(&libublk::ctrl::UblkCtrl::new_simple(id)?, id)?;
     println!("nvmedl-ublk: ublk device {id} deleted");
     Ok(())
 }

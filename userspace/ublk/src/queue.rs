@@ -14,13 +14,66 @@
 //! Requests not aligned to the engine's 4 KiB granule are widened: reads read the enclosing
 //! granules, writes read them first (read-modify-write, after draining this queue).
 
+use crate::error::io_err;
 use crate::geometry::{align, Geometry};
-use libublk::io::{UblkIOCtx, UblkQueue};
-use libublk::{sys, BufDesc, UblkIORes};
+use libublk::io::{BufDescList, UblkDev, UblkIOCtx, UblkQueue};
+use libublk::{sys, BufDesc, UblkError, UblkIORes};
 use nvmedl::{Buffer, Completion, Handle, Request};
 use std::fs::File;
+use std::os::fd::BorrowedFd;
 use std::os::unix::fs::FileExt;
 use std::time::{Duration, Instant};
+
+/// Run queue `qid` of `dev` with one core's handle until the kernel takes the queue down.
+///
+/// The loop is ours rather than `UblkQueue::wait_and_handle_io`, because that one hands only
+/// successful fetches to its closure: when the last completion of a batch is an abort (the
+/// device stopping), the closure never learns that the batch ended, and the requests it sent
+/// to the engine in that batch would never be committed. Here every completion of a batch,
+/// whatever its result, reaches [`QueueIo::on_cqe`], which drains the engine and commits at
+/// the batch's last one, before libublk marks the queue stopping (after which it drops
+/// commits). No request handed to this server is left without an answer: the kernel's stop
+/// waits for exactly those.
+pub fn run(qid: u16, dev: &UblkDev, io: CoreIo, urgency: u16, geo: Geometry) {
+    // /dev/ublkcN opens only once (libublk holds it): use a duplicate of libublk's descriptor.
+    let fd = dev.tgt.fds[0];
+    // SAFETY: tgt.fds[0] is the open /dev/ublkcN of `dev`, which outlives this call; it is only
+    // borrowed long enough to duplicate it.
+    let cdev = match unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned() {
+        Ok(f) => File::from(f),
+        Err(e) => {
+            eprintln!("nvmedl-ublk: queue {qid}: {}", io_err("dup /dev/ublkc", e));
+            return;
+        }
+    };
+    let mut st = QueueIo::new(io, cdev, qid, urgency, geo);
+    let q = match UblkQueue::new(qid, dev).and_then(|q| q.submit_fetch_commands_unified(BufDescList::Slices(None))) {
+        Ok(q) => q,
+        Err(e) => {
+            eprintln!("nvmedl-ublk: queue {qid}: {e}");
+            return;
+        }
+    };
+    if st.trace > 0 {
+        eprintln!("nvmedl-ublk: queue {qid}: fetch commands queued");
+    }
+    loop {
+        match q.flush_and_wake_io_tasks(|data, cqe, last| st.on_cqe(&q, data, cqe.result(), last), 1) {
+            Ok(_) => {}
+            Err(UblkError::QueueIsDown) => break,
+            // A wait cut short (a signal, the ring momentarily busy): nothing is lost, wait again.
+            Err(UblkError::IOError(e)) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+            Err(e) => {
+                eprintln!("nvmedl-ublk: queue {qid}: {e}; the server stops");
+                break;
+            }
+        }
+    }
+    // The queue is down. Anything still in the engine is waited for (bounded) so that no DMA
+    // into this core's slice outlives the server; its commit can no longer reach the kernel,
+    // which fails or re-issues those requests itself when /dev/ublkcN closes.
+    st.drain(&q);
+}
 
 /// A core's share of the server: its handle and one DMA buffer per tag.
 pub struct CoreIo {
@@ -68,8 +121,23 @@ impl QueueIo {
         }
     }
 
-    /// Handle one fetched command; after the last CQE of a batch, drain the engine.
-    pub fn on_cqe(&mut self, q: &UblkQueue, tag: u16, ctx: &UblkIOCtx) {
+    /// Handle one completion of the queue's ring: a fetched command when `res` is
+    /// `UBLK_IO_RES_OK` (aborts carry no request); after the batch's last one, whatever its
+    /// kind, drain the engine and commit.
+    fn on_cqe(&mut self, q: &UblkQueue, user_data: u64, res: i32, last: bool) {
+        if res == sys::UBLK_IO_RES_OK as i32 {
+            self.on_fetch(q, UblkIOCtx::user_data_to_tag(user_data) as u16);
+        }
+        if last {
+            self.drain(q);
+        }
+    }
+
+    /// Start one fetched command: answered at once, or sent to the engine.
+    fn on_fetch(&mut self, q: &UblkQueue, tag: u16) {
+        if usize::from(tag) >= self.inflight.len() {
+            return;
+        }
         let iod = q.get_iod(tag);
         let op = iod.op_flags & 0xff;
         let (sector, bytes) = (iod.start_sector, u64::from(iod.nr_sectors) << 9);
@@ -88,9 +156,6 @@ impl QueueIo {
         };
         if let Some(r) = res {
             complete(q, tag, r);
-        }
-        if ctx.is_last_cqe() {
-            self.drain(q);
         }
     }
 

@@ -1,19 +1,25 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! `serve`: claim the cores, create (or recover) the ublk device, run one queue per core,
-//! stop on SIGTERM/SIGINT leaving no claimed core and no ublk device behind.
+//! stop on SIGTERM/SIGINT (or when the device is deleted under it) leaving no claimed core and
+//! no ublk device behind, without waiting for a file system on it to be unmounted.
+//!
+//! The stop, in order (docs/ublk.md "Stopping"): STOP_DEV (the kernel lets the queues finish
+//! what they hold, fails queued and new I/O with EIO, removes the disk and aborts the queues'
+//! fetch commands), the queue threads commit what they still hold and end, then the device is
+//! deleted with DEL_DEV_ASYNC: its number is freed when the last opener (a mounted file system)
+//! lets go, but nobody waits for that.
 
 use crate::cli::ServeArgs;
-use crate::error::{io_err, Result, UblkSrvError};
+use crate::error::{Result, UblkSrvError};
 use crate::geometry::Geometry;
-use crate::queue::{CoreIo, QueueIo};
+use crate::queue::{self, CoreIo};
 use crate::signals;
 use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
-use libublk::io::{BufDescList, UblkDev, UblkQueue};
+use libublk::io::UblkDev;
 use libublk::{sys, UblkFlags};
 use nvmedl::{Device, HandleOptions};
-use std::fs::File;
 use std::io::Write;
-use std::os::fd::BorrowedFd;
+use std::panic::AssertUnwindSafe;
 use std::sync::{Arc, Mutex};
 
 /// Device flags: user copy (data moves once, kernel ↔ DMA slice) and user recovery with
@@ -38,6 +44,9 @@ fn claim(a: &ServeArgs) -> Result<(Device, Vec<nvmedl::Handle>)> {
         }
     }
     let dev = Device::open_path(&a.device)?;
+    if let Some(&core) = a.cores.iter().find(|&&c| c >= dev.cores()) {
+        return Err(UblkSrvError::NoSuchCore { core, cores: dev.cores() });
+    }
     let mut hs = Vec::new();
     for &core in &a.cores {
         let opts = HandleOptions { priority: a.urgency, backoff: a.backoff(), ..Default::default() };
@@ -46,25 +55,31 @@ fn claim(a: &ServeArgs) -> Result<(Device, Vec<nvmedl::Handle>)> {
     Ok((dev, hs))
 }
 
-pub fn serve(a: ServeArgs) -> Result<()> {
-    let old = match a.recover {
-        Some(id) => {
-            let info = existing(id).ok_or(UblkSrvError::NoSuchUblk(id))?;
-            if info.state == sys::UBLK_S_DEV_LIVE as u16 && pid_alive(info.ublksrv_pid) {
-                return Err(UblkSrvError::UblkLive { id, pid: info.ublksrv_pid });
-            }
-            if usize::from(info.nr_hw_queues) != a.cores.len() {
-                return Err(UblkSrvError::QueueMismatch { have: info.nr_hw_queues, want: a.cores.len() });
-            }
-            Some(info)
-        }
+/// The device to recover, if any: `--recover ID`, or `--id ID --recover-existing` when device
+/// ID exists. Refuses a device that is still served or has another queue count.
+fn to_recover(a: &ServeArgs) -> Result<Option<sys::ublksrv_ctrl_dev_info>> {
+    let id = match a.recover {
+        Some(id) => id,
         None => {
-            if let Some(info) = existing(a.id) {
+            let Some(info) = existing(a.id) else { return Ok(None) };
+            if !a.recover_existing {
                 return Err(UblkSrvError::UblkExists { id: a.id, pid: info.ublksrv_pid });
             }
-            None
+            a.id
         }
     };
+    let info = existing(id).ok_or(UblkSrvError::NoSuchUblk(id))?;
+    if info.state == sys::UBLK_S_DEV_LIVE as u16 && pid_alive(info.ublksrv_pid) {
+        return Err(UblkSrvError::UblkLive { id, pid: info.ublksrv_pid });
+    }
+    if usize::from(info.nr_hw_queues) != a.cores.len() {
+        return Err(UblkSrvError::QueueMismatch { have: info.nr_hw_queues, want: a.cores.len() });
+    }
+    Ok(Some(info))
+}
+
+pub fn serve(a: ServeArgs) -> Result<()> {
+    let old = to_recover(&a)?;
     let (_dev, handles) = claim(&a)?;
     let h0 = &handles[0];
     let depth = old.map(|i| u32::from(i.queue_depth)).or(a.depth);
@@ -89,8 +104,10 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     }
     signals::block_stop_signals();
 
-    let ctrl = match a.recover {
-        Some(id) => {
+    // DEL_DEV_ASYNC also when libublk deletes the device on an error path (its drop).
+    let ctrl = match old {
+        Some(info) => {
+            let id = i32::try_from(info.dev_id).unwrap_or(-1);
             UblkCtrl::new_simple(id)?.start_user_recover()?;
             UblkCtrlBuilder::default()
                 .name("nvmedl")
@@ -98,7 +115,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
                 .nr_queues(a.cores.len() as u16)
                 .depth(geo.depth as u16)
                 .ctrl_flags(CTRL_FLAGS)
-                .dev_flags(UblkFlags::UBLK_DEV_F_RECOVER_DEV)
+                .dev_flags(UblkFlags::UBLK_DEV_F_RECOVER_DEV | UblkFlags::UBLK_DEV_F_DEL_DEV_ASYNC)
                 .build()?
         }
         None => UblkCtrlBuilder::default()
@@ -108,7 +125,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             .depth(geo.depth as u16)
             .io_buf_bytes(geo.max_io as u32)
             .ctrl_flags(CTRL_FLAGS)
-            .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV)
+            .dev_flags(UblkFlags::UBLK_DEV_F_ADD_DEV | UblkFlags::UBLK_DEV_F_DEL_DEV_ASYNC)
             .build()?,
     };
     if trace {
@@ -116,6 +133,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     }
     let cores = Arc::new(Mutex::new(cores));
     let urgency = a.urgency;
+    let main_thread = signals::Waker::this_thread();
     let tgt_init = move |dev: &mut UblkDev| {
         dev.set_default_params(geo.sectors << 9);
         dev.tgt.params = geo.params();
@@ -124,8 +142,17 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let q_fn = move |qid: u16, dev: &UblkDev| {
         let io = cores.lock().ok().and_then(|mut v| v.get_mut(usize::from(qid)).and_then(Option::take));
         if let Some(io) = io {
-            run_queue(qid, dev, io, urgency, geo);
+            // A panic is a crash: the requests this queue holds cannot be answered any more,
+            // and a stop would wait for them forever. Abort instead, so the kernel re-issues
+            // them to the next server (`--recover`), as after `kill -9`.
+            if std::panic::catch_unwind(AssertUnwindSafe(|| queue::run(qid, dev, io, urgency, geo))).is_err() {
+                eprintln!("nvmedl-ublk: queue {qid} panicked; aborting (recover the device with --recover)");
+                std::process::abort();
+            }
         }
+        // However the queue ended, the server stops: a device that lost a queue would hold the
+        // I/O routed to it until someone stopped the server.
+        main_thread.wake();
     };
     let summary = format!(
         "{} queue(s) x depth {}, max I/O {} bytes, {} sectors, flush {}",
@@ -135,46 +162,36 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         geo.sectors,
         if geo.flush { "yes" } else { "no (no volatile cache)" }
     );
-    let recovering = a.recover.is_some();
+    let recovering = old.is_some();
     let dev_fn = move |ctrl: &UblkCtrl| {
         let id = ctrl.dev_info().dev_id;
         let what = if recovering { "recovered" } else { "ready" };
         println!("nvmedl-ublk: /dev/ublkb{id} {what}: {summary}");
         let _ = std::io::stdout().flush();
-        let sig = signals::wait_stop_signal();
-        eprintln!("nvmedl-ublk: signal {sig}, stopping /dev/ublkb{id}");
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Ready]);
+        match signals::wait_stop_signal() {
+            signals::Stop::Signal(sig) => eprintln!("nvmedl-ublk: signal {sig}, stopping /dev/ublkb{id}"),
+            signals::Stop::QueueEnded => eprintln!("nvmedl-ublk: a queue of /dev/ublkb{id} ended (device deleted?), stopping"),
+        }
+        let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
         let _ = ctrl.kill_dev();
     };
     ctrl.run_target(tgt_init, q_fn, dev_fn)?;
-    // Only a stopped server reaches this point: the device goes with it.
-    let _ = ctrl.del_dev();
-    Ok(())
+    // Only a stopped server reaches this point: the device goes with it, without waiting for
+    // whoever still holds /dev/ublkbN open (a mounted file system) to let go.
+    delete(&ctrl, i32::try_from(ctrl.dev_info().dev_id).unwrap_or(-1))
 }
 
-fn run_queue(qid: u16, dev: &UblkDev, io: CoreIo, urgency: u16, geo: Geometry) {
-    // /dev/ublkcN opens only once (libublk holds it): use a duplicate of libublk's descriptor.
-    let fd = dev.tgt.fds[0];
-    // SAFETY: tgt.fds[0] is the open /dev/ublkcN of `dev`, which outlives this call; it is only
-    // borrowed long enough to duplicate it.
-    let cdev = match unsafe { BorrowedFd::borrow_raw(fd) }.try_clone_to_owned() {
-        Ok(f) => File::from(f),
-        Err(e) => {
-            eprintln!("nvmedl-ublk: queue {qid}: {}", io_err("dup /dev/ublkc", e));
-            return;
-        }
-    };
-    let mut st = QueueIo::new(io, cdev, qid, urgency, geo);
-    let q = match UblkQueue::new(qid, dev).and_then(|q| q.submit_fetch_commands_unified(BufDescList::Slices(None))) {
-        Ok(q) => q,
-        Err(e) => {
-            eprintln!("nvmedl-ublk: queue {qid}: {e}");
-            return;
-        }
-    };
-    if std::env::var_os("NVMEDL_UBLK_TRACE").is_some() {
-        eprintln!("nvmedl-ublk: queue {qid}: fetch commands queued");
+/// Delete a stopped device without waiting for its last opener (DEL_DEV_ASYNC); kernels
+/// without it get the synchronous delete, which returns once the device is closed everywhere.
+pub fn delete(ctrl: &UblkCtrl, id: i32) -> Result<()> {
+    let Err(e) = ctrl.del_dev_async() else { return Ok(()) };
+    if existing(id).is_none() {
+        return Ok(()); // deleted meanwhile (`nvmedl-ublk del`)
     }
-    q.wait_and_handle_io(move |q, tag, ctx| st.on_cqe(q, tag, ctx));
+    eprintln!("nvmedl-ublk: asynchronous delete of device {id} refused ({e}); deleting synchronously");
+    ctrl.del_dev()?;
+    Ok(())
 }
 
 fn pid_alive(pid: i32) -> bool {
