@@ -126,6 +126,10 @@ fn crash(t: &mut Tap, s: Server) -> Option<Server> {
         let before = durable(log).len();
         s.kill9();
         check(std::path::Path::new(&dev).exists(), format!("{dev} vanished after kill -9"))?;
+        // `list` finds the orphan for whoever has to recover it.
+        let (ok, out) = run(&["list"]);
+        let line = out.lines().find(|l| l.split_whitespace().next() == Some(&id.to_string()));
+        check(ok && line.is_some_and(|l| l.contains("quiesced") && l.contains("(gone)")), format!("list after kill -9: {out:?}"))?;
         let r = Server::start(&["--cores", CORES, "--recover", &id.to_string()])?;
         next = Some(r);
         join(ws)?;

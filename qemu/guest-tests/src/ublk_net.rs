@@ -68,6 +68,28 @@ pub fn run(t: &mut Tap, s: &Server) {
             "configfs nvmet not empty after unexport",
         )
     });
+    t.case("nvme/tcp: export --allow-host: that host connects, another host NQN is refused, unexport removes the host entry", || {
+        let (ok, out) = srv(&["export", "--dev", &id, "--tcp", "127.0.0.1:4423", "--allow-host", HOSTNQN]);
+        check(ok && out.contains("hosts allowed"), format!("export --allow-host: {out}"))?;
+        let r = (|| {
+            let other = "00000000-0000-4000-8000-0000000000aa";
+            let (bad_ok, bad_out) = sh(&format!(
+                "nvme connect -t tcp -a 127.0.0.1 -s 4423 -n {nqn} --hostnqn nqn.2014-08.org.nvmexpress:uuid:{other} --hostid {other}"
+            ));
+            check(!bad_ok, format!("a host that is not allowed connected: {bad_out}"))?;
+            shok(&format!("nvme connect -t tcp -a 127.0.0.1 -s 4423 -n {nqn} --hostnqn {HOSTNQN} --hostid {HOSTID}"))?;
+            let found = fabric_bdev(&nqn).is_some();
+            shok(&format!("nvme disconnect -n {nqn}"))?;
+            check(found, "the allowed host got no namespace block device")
+        })();
+        let (ok3, out3) = srv(&["unexport", "--dev", &id]);
+        r?;
+        check(ok3, format!("unexport: {out3}"))?;
+        check(
+            ["subsystems", "ports", "hosts"].iter().all(|d| empty(&format!("/sys/kernel/config/nvmet/{d}"))),
+            "configfs nvmet not empty after unexport",
+        )
+    });
     t.case("nvme/tcp: export on a port another program listens on is a clear error, nothing left", || {
         let held = std::net::TcpListener::bind("127.0.0.1:4421").map_err(|e| format!("bind 4421: {e}"))?;
         let (ok, out) = srv(&["export", "--dev", &id, "--tcp", "127.0.0.1:4421"]);

@@ -21,6 +21,8 @@ pub enum Cmd {
     Export(ExportArgs),
     /// Tear down an export made by `export`.
     Unexport(UnexportArgs),
+    /// List the ublk devices: id, state, server pid (and whether it lives), queues, depth.
+    List,
     /// Delete a ublk device: one left behind by a killed server (instead of recovering it), or
     /// a served one (its server stops). Returns at once, even while a file system is mounted on
     /// the device; queued and new I/O fail with EIO.
@@ -107,6 +109,9 @@ pub struct ExportArgs {
     /// Subsystem NQN (default: nqn.2026-01.io.directnvm:ublkID).
     #[arg(long)]
     pub nqn: Option<String>,
+    /// Only this host NQN may connect (repeatable); without it every host may.
+    #[arg(long = "allow-host", value_name = "HOSTNQN")]
+    pub allow_hosts: Vec<String>,
 }
 
 #[derive(Debug, Args)]
@@ -114,7 +119,7 @@ pub struct UnexportArgs {
     /// ublk device id the export was made for.
     #[arg(long, default_value_t = 0)]
     pub dev: i32,
-    /// Subsystem NQN (default: nqn.2026-01.io.directnvm:ublkID).
+    /// Subsystem NQN (default: the subsystem whose namespace is /dev/ublkbID).
     #[arg(long)]
     pub nqn: Option<String>,
 }

@@ -64,12 +64,19 @@ pub fn export(a: ExportArgs) -> Result<()> {
     if sub.exists() {
         return Err(UblkSrvError::Nvmet(format!("{nqn} is already exported")));
     }
-    let r = build(&root, &sub, &nqn, &bdev, addr);
+    for h in &a.allow_hosts {
+        if h.is_empty() || h.contains('/') || h.len() > 223 {
+            return Err(UblkSrvError::Nvmet(format!("bad host NQN {h:?}")));
+        }
+    }
+    let r = build(&root, &sub, &nqn, &bdev, addr, &a.allow_hosts);
     if r.is_err() {
         let _ = teardown(&root, &nqn, Some(addr));
     }
     let port = r?;
-    println!("nvmedl-ublk: {bdev} exported as {nqn} on tcp {addr} (nvmet port {port}); any host may connect");
+    let who =
+        if a.allow_hosts.is_empty() { "any host may connect".to_string() } else { format!("hosts allowed: {}", a.allow_hosts.join(", ")) };
+    println!("nvmedl-ublk: {bdev} exported as {nqn} on tcp {addr} (nvmet port {port}); {who}");
     let host = if addr.ip().is_unspecified() { "<this board's address>".to_string() } else { addr.ip().to_string() };
     println!("nvmedl-ublk: on the initiator, as root (the first two lines once per host):");
     for l in host_setup(&host, &addr.port().to_string(), &nqn) {
@@ -92,9 +99,16 @@ pub fn host_setup(addr: &str, port: &str, nqn: &str) -> [String; 4] {
     ]
 }
 
-fn build(root: &Path, sub: &Path, nqn: &str, bdev: &str, addr: SocketAddr) -> Result<u32> {
+fn build(root: &Path, sub: &Path, nqn: &str, bdev: &str, addr: SocketAddr, hosts: &[String]) -> Result<u32> {
     mkdir(sub)?;
-    write(&sub.join("attr_allow_any_host"), "1")?;
+    write(&sub.join("attr_allow_any_host"), if hosts.is_empty() { "1" } else { "0" })?;
+    for h in hosts {
+        let host = root.join("hosts").join(h);
+        if !host.exists() {
+            mkdir(&host)?;
+        }
+        std::os::unix::fs::symlink(&host, sub.join("allowed_hosts").join(h)).map_err(|e| io_err(format!("allow host {h}"), e))?;
+    }
     let ns = sub.join("namespaces/1");
     mkdir(&ns)?;
     write(&ns.join("device_path"), bdev)?;
@@ -131,6 +145,21 @@ fn teardown(root: &Path, nqn: &str, half_made: Option<SocketAddr>) -> Result<boo
     if !sub.exists() {
         return Ok(false);
     }
+    for link in dirs(&sub.join("allowed_hosts")) {
+        fs::remove_file(&link).map_err(|e| io_err(link.display().to_string(), e))?;
+    }
+    // Host entries no other subsystem allows any more.
+    let in_use: Vec<PathBuf> = dirs(&root.join("subsystems"))
+        .iter()
+        .filter(|s| s.as_path() != sub)
+        .flat_map(|s| dirs(&s.join("allowed_hosts")))
+        .filter_map(|l| l.file_name().map(PathBuf::from))
+        .collect();
+    for h in dirs(&root.join("hosts")) {
+        if h.file_name().is_some_and(|n| !in_use.iter().any(|u| u.as_os_str() == n)) {
+            let _ = fs::remove_dir(&h);
+        }
+    }
     for ns in dirs(&sub.join("namespaces")) {
         let _ = fs::write(ns.join("enable"), "0");
         fs::remove_dir(&ns).map_err(|e| io_err(ns.display().to_string(), e))?;
@@ -141,7 +170,14 @@ fn teardown(root: &Path, nqn: &str, half_made: Option<SocketAddr>) -> Result<boo
 
 pub fn unexport(a: UnexportArgs) -> Result<()> {
     let root = nvmet_root()?;
-    let nqn = a.nqn.unwrap_or_else(|| default_nqn(a.dev));
+    let bdev = format!("/dev/ublkb{}", a.dev);
+    let by_device = || {
+        dirs(&root.join("subsystems"))
+            .into_iter()
+            .find(|s| dirs(&s.join("namespaces")).iter().any(|ns| read_trim(&ns.join("device_path")) == bdev))
+            .and_then(|s| s.file_name().map(|n| n.to_string_lossy().into_owned()))
+    };
+    let nqn = a.nqn.or_else(by_device).unwrap_or_else(|| default_nqn(a.dev));
     if !teardown(&root, &nqn, None)? {
         return Err(UblkSrvError::Nvmet(format!("{nqn} is not exported")));
     }

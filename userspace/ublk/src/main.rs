@@ -4,7 +4,8 @@
 //! * `serve`: /dev/ublkbN served from libnvmedl, one ublk queue per claimed core
 //!   (`--recover ID` resumes a device whose server was killed);
 //! * `export` / `unexport`: the block device through the kernel NVMe-oF target over TCP;
-//! * `del`: remove a device left by a killed server.
+//! * `del`: remove a device (left by a killed server, or served: its server stops);
+//! * `list`: the devices, their state and server.
 //!
 //! Usage and guarantees: `docs/ublk.md`.
 
@@ -29,6 +30,34 @@ fn del(id: i32) -> Result<()> {
     Ok(())
 }
 
+/// One line per ublk device, for finding the id to `--recover` or `del` after a crash.
+fn list() -> Result<()> {
+    let mut ids: Vec<i32> = std::fs::read_dir("/sys/class/ublk-char")
+        .map(|r| r.flatten().filter_map(|e| e.file_name().to_str()?.strip_prefix("ublkc")?.parse().ok()).collect())
+        .unwrap_or_default();
+    ids.sort_unstable();
+    println!("{:<4} {:<10} {:<16} {:>6} {:>6} {:>10}", "id", "state", "server", "queues", "depth", "max io");
+    for id in ids {
+        let Ok(ctrl) = libublk::ctrl::UblkCtrl::new_simple(id) else { continue };
+        let i = ctrl.dev_info();
+        let state = match u32::from(i.state) {
+            libublk::sys::UBLK_S_DEV_LIVE => "live",
+            libublk::sys::UBLK_S_DEV_DEAD => "stopped",
+            libublk::sys::UBLK_S_DEV_QUIESCED => "quiesced",
+            libublk::sys::UBLK_S_DEV_FAIL_IO => "fail-io",
+            _ => "?",
+        };
+        let alive = i.ublksrv_pid > 0 && std::path::Path::new(&format!("/proc/{}", i.ublksrv_pid)).exists();
+        let server = match (i.ublksrv_pid, alive) {
+            (p, _) if p <= 0 => "-".to_string(),
+            (p, true) => p.to_string(),
+            (p, false) => format!("{p} (gone)"),
+        };
+        println!("{id:<4} {state:<10} {server:<16} {:>6} {:>6} {:>10}", i.nr_hw_queues, i.queue_depth, i.max_io_buf_bytes);
+    }
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
     let r = match cli.cmd {
@@ -36,6 +65,7 @@ fn main() {
         Cmd::Export(a) => export::export(a),
         Cmd::Unexport(a) => export::unexport(a),
         Cmd::Del { id } => del(id),
+        Cmd::List => list(),
     };
     if let Err(e) = r {
         eprintln!("nvmedl-ublk: {e}");
