@@ -81,7 +81,15 @@ PY
   touch "$DIR/.complete"
 }
 
-[ -f "$DIR/.complete" ] || fetch
+# One fetch at a time (two `make initramfs` of different checkouts share the cache): a second
+# one waits for the first and then uses its result.
+if [ ! -f "$DIR/.complete" ]; then
+  mkdir -p "$DIRECTNVM_CACHE"
+  exec 8>"$DIRECTNVM_CACHE/.guest-debs.lock"
+  flock 8
+  [ -f "$DIR/.complete" ] || fetch
+  flock -u 8
+fi
 
 # Resolve a library name the way the arm64 loader would, inside $ROOT; print its path.
 find_lib() {
