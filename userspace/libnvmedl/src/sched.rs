@@ -96,6 +96,63 @@ pub trait StarvationGuard {
     fn set_guard_horizon(&mut self, ns: u64);
 }
 
+/// cbindgen:ignore
+/// The schedulers of the library, by number (the C ABI's `NVMEDL_SCHED_*`, the "scheduler"
+/// key) and by name (`nvmedl_create_handle_with`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    /// [`Fifo`] (the default).
+    #[default]
+    Fifo,
+    /// [`PriorityDeadline`].
+    PriorityDeadline,
+    /// [`crate::qos::Tiered`].
+    Tiered,
+}
+
+impl SchedulerKind {
+    /// cbindgen:ignore
+    /// Every kind, in the order of their numbers (0, 1, 2).
+    pub const ALL: [SchedulerKind; 3] = [SchedulerKind::Fifo, SchedulerKind::PriorityDeadline, SchedulerKind::Tiered];
+
+    /// The number (`NVMEDL_SCHED_*`).
+    pub fn code(self) -> u64 {
+        match self {
+            SchedulerKind::Fifo => 0,
+            SchedulerKind::PriorityDeadline => 1,
+            SchedulerKind::Tiered => 2,
+        }
+    }
+
+    /// The kind numbered `code` (`None` if unknown).
+    pub fn from_code(code: u64) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The name: "fifo", "priority" or "tiered".
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Fifo => "fifo",
+            SchedulerKind::PriorityDeadline => "priority",
+            SchedulerKind::Tiered => "tiered",
+        }
+    }
+
+    /// The kind named `name` (`None` if unknown).
+    pub fn from_name(name: &[u8]) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.into_iter().find(|k| k.name().as_bytes() == name)
+    }
+
+    /// A new scheduler of this kind (`tiers`: the settings of a tiered one, checked).
+    pub fn build(self, tiers: crate::qos::TierConfig) -> crate::Result<Box<dyn Scheduler>> {
+        Ok(match self {
+            SchedulerKind::Fifo => Box::new(Fifo::default()),
+            SchedulerKind::PriorityDeadline => Box::new(PriorityDeadline::default()),
+            SchedulerKind::Tiered => Box::new(crate::qos::Tiered::new(tiers)?),
+        })
+    }
+}
+
 /// First in, first out (the default).
 #[derive(Default)]
 pub struct Fifo {
@@ -187,6 +244,17 @@ mod tests {
         assert_eq!(f.pop(0), Some(0));
         f.unpop(0, info(3, u64::MAX));
         assert_eq!((f.pop(0), f.pop(0), f.pop(0), f.pop(0)), (Some(0), Some(1), Some(2), None));
+    }
+
+    #[test]
+    fn scheduler_kinds_by_number_and_name() {
+        for k in SchedulerKind::ALL {
+            assert_eq!(SchedulerKind::from_code(k.code()), Some(k));
+            assert_eq!(SchedulerKind::from_name(k.name().as_bytes()), Some(k));
+            assert!(k.build(crate::qos::TierConfig::default()).is_ok());
+        }
+        assert_eq!((SchedulerKind::from_code(3), SchedulerKind::from_name(b"lifo")), (None, None));
+        assert_eq!(SchedulerKind::default(), SchedulerKind::Fifo);
     }
 
     #[test]

@@ -6,7 +6,7 @@
 //! `BufferMap` (`buffers`: the DMA data slice), `DoneQueue` (`done`: finished requests),
 //! `Settings` (`settings`), `DepthLimit` (`limit`: fixed or adaptive depth), `Tenants`
 //! (`tenants`), `Clock` (`clock`) and `GuardState` (`guard`: the tiers' starvation guard
-//! between batches). The handle's calls are split by concern: `options` (accessors,
+//! between batches); `Cap` (`caps`) names what the engine can do. The handle's calls are split by concern: `options` (accessors,
 //! setters), `submit` (level 1), `batch` (level 2: staging entries, START), `complete`
 //! (status words, DONE), `progress` (the state machine, timeouts, poll/drain), `sync`
 //! (blocking calls), `recovery` (reset, late DONE) and `qos_hooks` (the depth and tenant
@@ -64,6 +64,7 @@ use crate::sched::Scheduler;
 
 mod batch;
 mod buffers;
+mod caps;
 mod clock;
 mod complete;
 mod done;
@@ -83,6 +84,7 @@ mod tenants;
 
 pub use crate::device::Device;
 pub use crate::request::{Buffer, Completion, HandleOptions, HandleStats, Op, Request};
+pub use caps::Cap;
 
 use buffers::BufferMap;
 use clock::Clock;
