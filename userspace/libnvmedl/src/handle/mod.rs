@@ -6,11 +6,12 @@
 //! `BufferMap` (`buffers`: the DMA data slice), `DoneQueue` (`done`: finished requests),
 //! `Settings` (`settings`), `DepthLimit` (`limit`: fixed or adaptive depth), `Tenants`
 //! (`tenants`), `Clock` (`clock`) and `GuardState` (`guard`: the tiers' starvation guard
-//! between batches); `Cap` (`caps`) names what the engine can do. The handle's calls are split by concern: `options` (accessors,
-//! setters), `submit` (level 1), `batch` (level 2: staging entries, START), `complete`
-//! (status words, DONE), `progress` (the state machine, timeouts, poll/drain), `sync`
-//! (blocking calls), `recovery` (reset, late DONE) and `qos_hooks` (the depth and tenant
-//! samples). `Device` is in `crate::device`, the request types in `crate::request`.
+//! between batches); `Cap` (`caps`) names what the engine can do. The handle's calls are
+//! split by concern: `options` (accessors, setters), `submit` (level 1), `batch` (level 2:
+//! staging entries, START), `complete` (status words, DONE), `progress` (the state machine,
+//! timeouts, poll/drain), `sync` (blocking calls), `recovery` (reset, late DONE) and
+//! `qos_hooks` (the depth and tenant samples). `Device` is in `crate::device`, the request
+//! types in `crate::request`.
 //!
 //! ## The two-level queue
 //! Level 1 is software: `submit` puts a request into a pre-sized slot table and hands its id
