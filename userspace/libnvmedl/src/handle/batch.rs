@@ -19,7 +19,6 @@ impl Handle {
         let stamp = if qos { now } else { 0 };
         let reqs0 = self.flights.begin();
         let (base, limit) = self.flights.free_region(self.engine.batch_max());
-        let entry_bytes = self.engine.entry_bytes();
         let mut n = 0u32;
         while let Some(id) = self.sched.pop(now) {
             // Only the fields the entries need (a whole-slot copy costs on the hot path).
@@ -39,7 +38,7 @@ impl Handle {
             let (op, urgency, len, bus, lba) = (s.op, s.urgency, s.len, s.bus, s.lba);
             let mut done = 0u32;
             for i in 0..entries {
-                let bytes = if op == DNVM_OP_FLUSH { 0 } else { (len - done).min(entry_bytes) };
+                let bytes = if op == DNVM_OP_FLUSH { 0 } else { (len - done).min(self.engine.entry_bytes()) };
                 let e = DnvmEntry {
                     op,
                     urgency,
