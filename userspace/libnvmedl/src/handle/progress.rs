@@ -8,7 +8,10 @@ use crate::error::{Error, Result};
 use crate::request::Completion;
 
 impl Handle {
-    /// Fail the in-flight batch (Timeout) and everything staged (NotReady).
+    /// Fail the in-flight batch (Timeout) and everything staged (NotReady). Cold: kept out
+    /// of `progress`, the hot path's code.
+    #[cold]
+    #[inline(never)]
     pub(super) fn wedge(&mut self, seen: bool) {
         self.stats.timeouts += 1;
         self.fail_inflight(Error::Timeout);
