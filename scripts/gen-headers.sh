@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Regenerate the generated C headers (one source of truth: the Rust definitions):
-#   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi.rs)
+#   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi/)
 #   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
 #                                             abi.rs and its parts) + ioctl numbers and size checks
 #                                             (userspace/abi/examples/c_header_tail.rs)

@@ -97,8 +97,8 @@ static enum fio_q_status dnvm_queue(struct thread_data *td, struct io_u *io_u)
 		break;
 	case DDIR_SYNC:
 	case DDIR_DATASYNC:
-		/* rev 1 has no flush command (and no volatile cache in the model) */
-		r = nvmedl_handle_revision(s->h) >= 2 ? nvmedl_flush(s->h) : 0;
+		/* an engine without the flush command (rev 1) has no volatile cache in the model */
+		r = nvmedl_handle_has(s->h, NVMEDL_CAP_FLUSH) > 0 ? nvmedl_flush(s->h) : 0;
 		io_u->error = r < 0 ? EIO : 0;
 		return FIO_Q_COMPLETED;
 	default:

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Errors as values. Every fallible call returns `Result<T, Error>`; the C ABI maps each
-//! variant to a distinct negative code (`Error::code`), and `nvmedl_strerror` names it.
+//! variant to a distinct negative code (`Error::code`), and one table names each code
+//! (`Error::describe_code`: `Display` and `nvmedl_strerror` print it).
 
+use core::ffi::CStr;
 use core::fmt;
 
 /// What went wrong.
@@ -125,45 +127,51 @@ impl Error {
         Error::Os(std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EIO))
     }
 
-    /// Static description of a C error code (what `nvmedl_strerror` returns).
+    /// Static description of a C error code (what `nvmedl_strerror` returns, from the same
+    /// table: `describe_code_c`).
     pub fn describe_code(code: i32) -> &'static str {
+        Error::describe_code_c(code).to_str().unwrap_or("unknown code")
+    }
+
+    /// `describe_code` as a NUL-terminated string (the text of `nvmedl_strerror`).
+    pub fn describe_code_c(code: i32) -> &'static CStr {
         match code {
-            0 => "success",
-            NVMEDL_E_NVME => "NVMe command failed (see the completion's NVMe status)",
-            NVMEDL_E_HDU => "HDU rejected the request (window, aborted, invalid or timeout)",
-            NVMEDL_E_TIMEOUT => "timed out waiting for the engine (reset the handle)",
-            NVMEDL_E_INVALID_LBA => "LBA range past the end of the namespace",
-            NVMEDL_E_MISALIGNED => "LBA or buffer not 4 KiB aligned",
-            NVMEDL_E_BAD_LENGTH => "length zero, not a multiple of 4 KiB, or too large",
-            NVMEDL_E_NOT_FROM_SLICE => "buffer not from this handle's data slice",
-            NVMEDL_E_QUEUE_FULL => "queue full",
-            NVMEDL_E_NOT_READY => "not ready (controller down, or engine needs reset)",
-            NVMEDL_E_REVISION => "not supported by this HDU revision",
-            NVMEDL_E_BATCH_LOST => "batch lost: START dropped or batch rejected by the HDU",
-            NVMEDL_E_NO_BUFFERS => "no buffer space left in the data slice",
-            NVMEDL_E_INVALID_ARGUMENT => "invalid argument",
-            NVMEDL_E_BUSY => "core already claimed",
-            NVMEDL_E_INTERNAL => "internal error (caught panic)",
-            c if c < 0 => errno_name(-c),
-            _ => "unknown code",
+            0 => c"success",
+            NVMEDL_E_NVME => c"NVMe command failed (see the completion's NVMe status)",
+            NVMEDL_E_HDU => c"HDU rejected the request (window, aborted, invalid or timeout)",
+            NVMEDL_E_TIMEOUT => c"timed out waiting for the engine (reset the handle)",
+            NVMEDL_E_INVALID_LBA => c"LBA range past the end of the namespace",
+            NVMEDL_E_MISALIGNED => c"LBA or buffer not 4 KiB aligned",
+            NVMEDL_E_BAD_LENGTH => c"length zero, not a multiple of 4 KiB, or too large",
+            NVMEDL_E_NOT_FROM_SLICE => c"buffer not from this handle's data slice",
+            NVMEDL_E_QUEUE_FULL => c"queue full",
+            NVMEDL_E_NOT_READY => c"not ready (controller down, or engine needs reset)",
+            NVMEDL_E_REVISION => c"not supported by this HDU revision",
+            NVMEDL_E_BATCH_LOST => c"batch lost: START dropped or batch rejected by the HDU",
+            NVMEDL_E_NO_BUFFERS => c"no buffer space left in the data slice",
+            NVMEDL_E_INVALID_ARGUMENT => c"invalid argument",
+            NVMEDL_E_BUSY => c"core already claimed",
+            NVMEDL_E_INTERNAL => c"internal error (caught panic)",
+            c if c < 0 => errno_name(c.checked_neg().unwrap_or(0)),
+            _ => c"unknown code",
         }
     }
 }
 
-fn errno_name(e: i32) -> &'static str {
+fn errno_name(e: i32) -> &'static CStr {
     match e {
-        libc::ENOENT => "no such device node (modules loaded?)",
-        libc::EACCES => "permission denied",
-        libc::EBUSY => "device or core busy",
-        libc::EINVAL => "invalid argument (kernel)",
-        libc::ENODEV => "no such device",
-        libc::ENOTTY => "inappropriate ioctl (ABI mismatch?)",
-        libc::EOPNOTSUPP => "operation not supported",
-        libc::ETIMEDOUT => "timed out (kernel)",
-        libc::EIO => "I/O error (kernel)",
-        libc::ENOMEM => "out of memory",
-        libc::EPERM => "operation not permitted",
-        _ => "system error",
+        libc::ENOENT => c"no such device node (modules loaded?)",
+        libc::EACCES => c"permission denied",
+        libc::EBUSY => c"device or core busy",
+        libc::EINVAL => c"invalid argument (kernel)",
+        libc::ENODEV => c"no such device",
+        libc::ENOTTY => c"inappropriate ioctl (ABI mismatch?)",
+        libc::EOPNOTSUPP => c"operation not supported",
+        libc::ETIMEDOUT => c"timed out (kernel)",
+        libc::EIO => c"I/O error (kernel)",
+        libc::ENOMEM => c"out of memory",
+        libc::EPERM => c"operation not permitted",
+        _ => c"system error",
     }
 }
 

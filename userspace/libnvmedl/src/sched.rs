@@ -43,44 +43,114 @@ pub trait Scheduler: Send {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
-    /// Weight multiplier of `tenant` (the tenant boost, 1 = none). Schedulers without tenant
-    /// lanes ignore it. Called once per accounting window, not per request.
-    fn set_tenant_weight(&mut self, _tenant: u32, _weight: f64) {}
+    /// The scheduler's tenant lanes, if it has them (`None`: it ignores tenants).
+    fn tenant_lanes(&mut self) -> Option<&mut dyn TenantLanes> {
+        None
+    }
     /// Counters of a tiered scheduler (`None` for others).
     fn tier_stats(&self) -> Option<crate::qos::TierStats> {
         None
     }
-    /// Starvation bound of a guarded scheduler in ns (0: no guard). The handle then enforces
-    /// it between batches (docs/qos.md §2): while `guard_armed_until` lies ahead it checks
-    /// `guard_due_in` at every progress step, caps batches at half the bound of
-    /// estimated device time and tells the scheduler how far the next batch start is
-    /// (`set_guard_horizon`); disarmed, batches hold at most one bound of device time.
-    fn guard_bound_ns(&self) -> u64 {
-        0
+    /// The scheduler's starvation guard, if it has one (`None`: no guard).
+    fn guard(&self) -> Option<&dyn StarvationGuard> {
+        None
     }
+    /// The starvation guard, writable (`Some` exactly when `guard` is).
+    fn guard_mut(&mut self) -> Option<&mut dyn StarvationGuard> {
+        None
+    }
+}
+
+/// A scheduler with a lane per tenant, weighted by the tenant boost (`qos::Tiered`).
+pub trait TenantLanes {
+    /// Weight multiplier of `tenant` (the tenant boost, 1 = none). Called once per
+    /// accounting window, not per request.
+    fn set_tenant_weight(&mut self, tenant: u32, weight: f64);
+}
+
+/// A starvation bound that the handle enforces between batches (docs/qos.md §2), for a
+/// scheduler that has one (`qos::Tiered`; `Scheduler::guard`). With a bound (`guard_bound_ns` > 0)
+/// the handle, while `guard_armed_until` lies ahead, checks `guard_due_in` at every progress step, caps
+/// batches at half the bound of estimated device time and tells the scheduler how far the
+/// next batch start is (`set_guard_horizon`); disarmed, batches hold at most one bound of device
+/// time.
+pub trait StarvationGuard {
+    /// Starvation bound in ns (0: the guard is off).
+    fn guard_bound_ns(&self) -> u64;
     /// Until when (ns of the `pop` clock) the guard is armed: `u64::MAX` while a guarded
     /// request is queued, else some time after the last guarded service (0: not armed).
-    fn guard_armed_until(&self) -> u64 {
-        0
-    }
+    fn guard_armed_until(&self) -> u64;
     /// Whether the guard covers a request of `info` (the handle keeps the guard armed while
     /// one is in flight, and for one bound after the last one completed).
-    fn guards(&self, _info: &SchedInfo) -> bool {
-        false
-    }
+    fn guards(&self, info: &SchedInfo) -> bool;
     /// Nanoseconds from `now_ns` until a queued guarded request is overdue: 0 when one is
     /// (the next `pop` serves it first), `u64::MAX` when none is queued. Starts the wait of
     /// requests queued since the last call, so the handle calls it at every progress step
     /// while the guard is armed.
-    fn guard_due_in(&mut self, _now_ns: u64) -> u64 {
-        u64::MAX
-    }
+    fn guard_due_in(&mut self, now_ns: u64) -> u64;
     /// The handle's next chance to start a batch after the one it is filling is about `ns`
     /// away (the end of the batch the new one queues behind, plus one progress step): a
     /// guarded request that would be overdue by then is served in this batch, before it is
     /// overdue, instead of one batch late. The handle sets it before each batch's `pop`s
     /// (0 while the guard is disarmed).
-    fn set_guard_horizon(&mut self, _ns: u64) {}
+    fn set_guard_horizon(&mut self, ns: u64);
+}
+
+/// cbindgen:ignore
+/// The schedulers of the library, by number (the C ABI's `NVMEDL_SCHED_*`, the "scheduler"
+/// key) and by name (`nvmedl_create_handle_with`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum SchedulerKind {
+    /// [`Fifo`] (the default).
+    #[default]
+    Fifo,
+    /// [`PriorityDeadline`].
+    PriorityDeadline,
+    /// [`crate::qos::Tiered`].
+    Tiered,
+}
+
+impl SchedulerKind {
+    /// cbindgen:ignore
+    /// Every kind, in the order of their numbers (0, 1, 2).
+    pub const ALL: [SchedulerKind; 3] = [SchedulerKind::Fifo, SchedulerKind::PriorityDeadline, SchedulerKind::Tiered];
+
+    /// The number (`NVMEDL_SCHED_*`).
+    pub fn code(self) -> u64 {
+        match self {
+            SchedulerKind::Fifo => 0,
+            SchedulerKind::PriorityDeadline => 1,
+            SchedulerKind::Tiered => 2,
+        }
+    }
+
+    /// The kind numbered `code` (`None` if unknown).
+    pub fn from_code(code: u64) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.into_iter().find(|k| k.code() == code)
+    }
+
+    /// The name: "fifo", "priority" or "tiered".
+    pub fn name(self) -> &'static str {
+        match self {
+            SchedulerKind::Fifo => "fifo",
+            SchedulerKind::PriorityDeadline => "priority",
+            SchedulerKind::Tiered => "tiered",
+        }
+    }
+
+    /// The kind named `name` (`None` if unknown).
+    pub fn from_name(name: &[u8]) -> Option<SchedulerKind> {
+        SchedulerKind::ALL.into_iter().find(|k| k.name().as_bytes() == name)
+    }
+
+    /// A new scheduler of this kind (`tiers`: the settings of a tiered one, checked).
+    pub fn build(self, tiers: crate::qos::TierConfig) -> crate::Result<Box<dyn Scheduler>> {
+        Ok(match self {
+            SchedulerKind::Fifo => Box::new(Fifo::default()),
+            SchedulerKind::PriorityDeadline => Box::new(PriorityDeadline::default()),
+            SchedulerKind::Tiered => Box::new(crate::qos::Tiered::new(tiers)?),
+        })
+    }
 }
 
 /// First in, first out (the default).
@@ -174,6 +244,17 @@ mod tests {
         assert_eq!(f.pop(0), Some(0));
         f.unpop(0, info(3, u64::MAX));
         assert_eq!((f.pop(0), f.pop(0), f.pop(0), f.pop(0)), (Some(0), Some(1), Some(2), None));
+    }
+
+    #[test]
+    fn scheduler_kinds_by_number_and_name() {
+        for k in SchedulerKind::ALL {
+            assert_eq!(SchedulerKind::from_code(k.code()), Some(k));
+            assert_eq!(SchedulerKind::from_name(k.name().as_bytes()), Some(k));
+            assert!(k.build(crate::qos::TierConfig::default()).is_ok());
+        }
+        assert_eq!((SchedulerKind::from_code(3), SchedulerKind::from_name(b"lifo")), (None, None));
+        assert_eq!(SchedulerKind::default(), SchedulerKind::Fifo);
     }
 
     #[test]

@@ -83,7 +83,7 @@ pub fn serve(a: ServeArgs) -> Result<()> {
     let (_dev, handles) = claim(&a)?;
     let h0 = &handles[0];
     let depth = old.map(|i| u32::from(i.queue_depth)).or(a.depth);
-    let geo = Geometry::fit(h0.capacity_lbas(), h0.max_request(), h0.data_size(), depth, h0.revision().has_flush())?;
+    let geo = Geometry::fit(h0.capacity_lbas(), h0.max_request(), h0.data_size(), depth, h0.has(nvmedl::Cap::Flush))?;
     if let Some(info) = old {
         if u64::from(info.max_io_buf_bytes) < geo.max_io {
             return Err(UblkSrvError::Ublk(format!("device {} has {}-byte I/O buffers", info.dev_id, info.max_io_buf_bytes)));

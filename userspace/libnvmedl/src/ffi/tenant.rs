@@ -4,7 +4,7 @@
 
 use std::ffi::c_int;
 
-use super::{code, guard, with, NvmedlHandle};
+use super::boundary::{code, guard, with, NvmedlHandle};
 use crate::error::Error;
 use crate::qos::TenantStats;
 

@@ -1,32 +1,30 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Completion: a request's result from the status words, early completion (rev 2), DONE.
 
-use super::*;
+use super::{Handle, Slot};
+use crate::error::{status_result, Error, Result};
+use crate::mmio;
+
+use directnvm_abi::DNVM_STATUS_DONE;
 
 impl Handle {
     pub(super) fn complete(&mut self, id: u32, result: Result<()>) {
         // Only what is needed is read from the slot (a whole-slot copy costs on the hot path).
-        if self.depth_ctl.is_some() || self.tenants.is_some() {
-            let s = self.slots[id as usize];
+        if self.depth.adaptive() || self.tenants.accounting() {
+            let s = self.slots[id];
             self.account(&s, result.is_ok());
         }
-        if self.slots[id as usize].guarded {
+        if self.slots[id].guarded {
             self.guard_completed(id);
         }
-        let s = &self.slots[id as usize];
+        let s = &self.slots[id];
         let (sync, seq, tag) = (s.sync, s.info.seq, s.tag);
-        self.free.push(id);
+        self.slots.release(id);
         self.stats.completed += 1;
         if result.is_err() {
             self.stats.errors += 1;
         }
-        if sync {
-            if seq == self.sync_seq {
-                self.sync_result = Some(result);
-            }
-        } else {
-            self.done.push_back(Completion { tag, result });
-        }
+        self.done.deliver(sync, seq, tag, result);
     }
 
     /// The result of request `s` from its status words (rev 2): the first failing entry's
@@ -36,8 +34,7 @@ impl Handle {
     fn status_of(&self, s: &Slot, need_done: bool) -> Option<Result<()>> {
         let mut r = Ok(());
         for e in s.first_entry..s.first_entry + s.entries {
-            // SAFETY: e < batch_max <= status words of the mapped status region.
-            let w = unsafe { self.status.add(e as usize).read_volatile() };
+            let w = self.engine.status_word(e);
             if need_done && w & DNVM_STATUS_DONE == 0 {
                 return None;
             }
@@ -55,41 +52,36 @@ impl Handle {
     /// succeed, it reports nothing else).
     pub(super) fn harvest(&mut self) {
         mmio::after_done();
-        for k in self.scan_from..self.inflight.len() {
-            if self.inflight_done[k] {
+        let has_status = self.engine.revision().has_status();
+        for k in self.flights.open() {
+            if self.flights.is_done(k) {
                 continue;
             }
-            let id = self.inflight[k];
-            let r = if self.revision.has_status() { self.status_of(&self.slots[id as usize], false).unwrap_or(Ok(())) } else { Ok(()) };
+            let id = self.flights.id(k);
+            let r = if has_status { self.status_of(&self.slots[id], false).unwrap_or(Ok(())) } else { Ok(()) };
             self.complete(id, r);
         }
-        for k in 0..self.flights.len() {
-            let f = self.flights[k];
+        for k in 0..self.flights.batches() {
+            let f = self.flights.batch(k);
             self.flight_ended(f);
         }
-        self.clear_inflight();
-    }
-
-    pub(super) fn clear_inflight(&mut self) {
-        self.inflight.clear();
-        self.inflight_done.clear();
         self.flights.clear();
-        self.scan_from = 0;
     }
 
     /// Rev 2 early completion: complete every in-flight request whose status words all have
     /// the done bit, before the batch's DONE. The words were zeroed before START, so a done
     /// bit belongs to this batch.
     pub(super) fn complete_early(&mut self) {
-        if !self.revision.has_status() {
+        if !self.engine.revision().has_status() {
             return;
         }
         let mut found = false;
-        for k in self.scan_from..self.inflight.len() {
-            if self.inflight_done[k] {
+        for k in self.flights.open() {
+            if self.flights.is_done(k) {
                 continue;
             }
-            let Some(r) = self.status_of(&self.slots[self.inflight[k] as usize], true) else {
+            let id = self.flights.id(k);
+            let Some(r) = self.status_of(&self.slots[id], true) else {
                 continue;
             };
             if !found {
@@ -97,22 +89,20 @@ impl Handle {
                 mmio::after_done();
                 found = true;
             }
-            self.inflight_done[k] = true;
+            self.flights.mark_done(k);
             self.stats.early += 1;
-            self.complete(self.inflight[k], r);
+            self.complete(id, r);
         }
-        while self.scan_from < self.inflight.len() && self.inflight_done[self.scan_from] {
-            self.scan_from += 1;
-        }
+        self.flights.advance();
     }
 
     /// Complete every in-flight request not completed yet with `err`.
     pub(super) fn fail_inflight(&mut self, err: Error) {
-        for k in self.scan_from..self.inflight.len() {
-            if !self.inflight_done[k] {
-                self.complete(self.inflight[k], Err(err));
+        for k in self.flights.open() {
+            if !self.flights.is_done(k) {
+                self.complete(self.flights.id(k), Err(err));
             }
         }
-        self.clear_inflight();
+        self.flights.clear();
     }
 }

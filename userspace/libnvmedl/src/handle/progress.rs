@@ -2,10 +2,16 @@
 //! The hardware state machine step, its timeout, and the bounded waits built on it (poll,
 //! drain).
 
-use super::*;
+use super::{Handle, Hw};
+use crate::backoff::Wait;
+use crate::error::{Error, Result};
+use crate::request::Completion;
 
 impl Handle {
-    /// Fail the in-flight batch (Timeout) and everything staged (NotReady).
+    /// Fail the in-flight batch (Timeout) and everything staged (NotReady). Cold: kept out
+    /// of `progress`, the hot path's code.
+    #[cold]
+    #[inline(never)]
     pub(super) fn wedge(&mut self, seen: bool) {
         self.stats.timeouts += 1;
         self.fail_inflight(Error::Timeout);
@@ -17,10 +23,10 @@ impl Handle {
 
     /// Advance the hardware state machine once; `check_time` reads the clock.
     pub(super) fn progress(&mut self, check_time: bool) {
-        self.step_ns = 0;
+        self.clock.new_step();
         match self.hw {
             Hw::InFlight { mut started_ns, mut seen } => {
-                if self.batch_done(&mut seen) {
+                if self.engine.batch_done(&mut seen) {
                     self.harvest();
                     self.hw = Hw::Idle;
                 } else {
@@ -30,10 +36,10 @@ impl Handle {
                         started_ns = 0;
                     }
                     if check_time {
-                        let now = self.now_ns().max(1);
+                        let now = self.clock.now_ns().max(1);
                         if started_ns == 0 {
                             started_ns = now;
-                        } else if now.saturating_sub(started_ns) > self.timeout.as_nanos() as u64 {
+                        } else if now.saturating_sub(started_ns) > self.cfg.timeout.as_nanos() as u64 {
                             self.wedge(seen);
                             return;
                         }
@@ -48,7 +54,7 @@ impl Handle {
             }
             Hw::Wedged { mut seen } => {
                 // A late DONE ends the wedge (the failed batch finished after all).
-                if self.batch_done(&mut seen) {
+                if self.engine.batch_done(&mut seen) {
                     self.hw = Hw::Idle;
                 } else {
                     self.hw = Hw::Wedged { seen };
@@ -59,8 +65,10 @@ impl Handle {
         }
         if !self.sched.is_empty() {
             self.launch();
-        } else if self.guard_ns > 0 {
-            self.guard_idle();
+        } else if self.guard.on() {
+            // The device went idle with nothing staged: the next step interval starts afresh
+            // (time without I/O is no step).
+            self.guard.forget_step();
         }
     }
 
@@ -81,17 +89,17 @@ impl Handle {
 
     /// Spin/yield step of a blocking wait; `Timeout` past the deadline.
     pub(super) fn relax(&self, w: &mut Wait) -> Result<()> {
-        w.relax(self.timeout + self.timeout, self.yield_spins, self.backoff.as_ref(), self.stats.completed)
+        w.relax(self.cfg.timeout + self.cfg.timeout, self.cfg.yield_spins, self.cfg.backoff.as_ref(), self.stats.completed)
     }
 
     /// Drive the device and move finished requests into `out`; returns how many. Never
     /// blocks; with nothing pending it returns 0.
     pub fn poll(&mut self, out: &mut [Completion]) -> usize {
-        self.polls = self.polls.wrapping_add(1);
-        self.progress(self.polls.is_multiple_of(32));
+        let check_time = self.clock.tick();
+        self.progress(check_time);
         let mut n = 0;
         while n < out.len() {
-            match self.done.pop_front() {
+            match self.done.pop() {
                 Some(c) => {
                     out[n] = c;
                     n += 1;
@@ -121,9 +129,9 @@ impl Handle {
 
     /// One completion, if any (drives the device once).
     pub fn poll_one(&mut self) -> Option<Completion> {
-        self.polls = self.polls.wrapping_add(1);
-        self.progress(self.polls.is_multiple_of(32));
-        self.done.pop_front()
+        let check_time = self.clock.tick();
+        self.progress(check_time);
+        self.done.pop()
     }
 
     /// Wait until nothing is staged or in flight (completions stay queued for `poll`).

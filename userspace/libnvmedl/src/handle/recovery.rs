@@ -1,16 +1,20 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Recovery after a timeout: engine reset (rev 2) and the late DONE (rev 1).
 
-use super::*;
+use std::time::{Duration, Instant};
+
+use directnvm_abi::DNVM_HDU_ERR_ABORTED;
+
+use super::{Handle, Hw};
+use crate::error::{Error, Result};
 
 impl Handle {
     /// Reset the engine (rev 2): aborts the batch, clears the wedge. `Revision` on rev 1,
     /// where only a late DONE can end a wedge.
     pub fn reset(&mut self) -> Result<()> {
-        self.map.reset()?;
+        self.engine.reset()?;
         self.fail_inflight(Error::Hdu { code: DNVM_HDU_ERR_ABORTED });
         self.hw = Hw::Idle;
-        self.program_queue_regs();
         Ok(())
     }
 
@@ -19,12 +23,12 @@ impl Handle {
     /// the late DONE that ends the wedge. `Ok` when the handle takes requests again; `Timeout`
     /// while a rev 1 batch is still inside the device (call again later, or reload the modules).
     pub fn recover(&mut self) -> Result<()> {
-        if self.revision.can_reset() {
+        if self.engine.revision().can_reset() {
             return self.reset();
         }
         let t0 = Instant::now();
         while self.still_wedged() {
-            if t0.elapsed() > self.timeout {
+            if t0.elapsed() > self.cfg.timeout {
                 return Err(Error::Timeout);
             }
             std::thread::sleep(Duration::from_micros(100));

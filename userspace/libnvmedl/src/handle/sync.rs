@@ -1,25 +1,27 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Blocking calls: one request submitted and waited for (read, write, execute, flush).
 
-use super::*;
+use super::Handle;
+use crate::error::{Error, Result};
+use crate::request::{Buffer, Request};
 
 impl Handle {
     pub(super) fn sync(&mut self, r: Request) -> Result<()> {
         let s = self.admit(&r)?;
         let mut w = self.begin_wait();
-        while self.free.is_empty() {
+        while self.slots.is_full() {
             self.progress(true);
             if self.pending() == 0 {
                 return Err(Error::QueueFull);
             }
             self.relax(&mut w)?;
         }
-        self.sync_result = None;
+        self.done.begin_sync();
         self.enqueue(s, &r, true);
-        self.sync_seq = self.seq;
+        self.done.wait_for(self.seq);
         let r = loop {
             self.progress(w.spins.is_multiple_of(32));
-            if let Some(r) = self.sync_result.take() {
+            if let Some(r) = self.done.take_sync() {
                 break r;
             }
             if let Err(e) = self.relax(&mut w) {
@@ -27,7 +29,7 @@ impl Handle {
             }
         };
         // A request given up on (Timeout) may still complete; it must not answer a later call.
-        self.sync_seq = 0;
+        self.done.end_sync();
         r
     }
 

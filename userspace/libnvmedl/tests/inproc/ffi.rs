@@ -144,3 +144,38 @@ fn rev1_calls_recover_by_themselves_after_the_late_done() {
         assert_eq!(r, 0);
     }
 }
+
+fn caps_of(c: InProcConfig) -> Vec<c_int> {
+    let ip = InProc::start(c).expect("in-process board");
+    let dev = Device::from_platform(ip.clone()).expect("device");
+    let mut h = NvmedlHandle::new(dev.handle(0).expect("handle"), 64);
+    let all = [NVMEDL_CAP_STATUS, NVMEDL_CAP_FLUSH, NVMEDL_CAP_RESET, NVMEDL_CAP_URGENCY, NVMEDL_CAP_START_QUEUE];
+    // SAFETY: a live handle.
+    all.iter().map(|&c| unsafe { nvmedl_handle_has(&mut h, c) }).collect()
+}
+
+#[test]
+fn handle_has_names_what_each_revision_can_do() {
+    assert_eq!(caps_of(InProcConfig::new(HDU_REV1)), [0, 0, 0, 0, 0]);
+    let rev2 = InProcConfig { engines: 4, ..InProcConfig::new(HDU_REV2) };
+    assert_eq!(caps_of(rev2), [1, 1, 1, 1, 1]);
+    let one_engine = InProcConfig { engines: 1, start_queue: 0, ..InProcConfig::new(HDU_REV2) };
+    assert_eq!(caps_of(one_engine), [1, 1, 1, 0, 0]);
+    let (_ip, mut h) = c_handle(HDU_REV2, Duration::from_secs(5));
+    let bad = Error::InvalidArgument.code();
+    // SAFETY: a live handle (unknown capabilities are refused), then NULL.
+    unsafe {
+        assert_eq!((nvmedl_handle_has(&mut *h, 0), nvmedl_handle_has(&mut *h, NVMEDL_CAP_START_QUEUE + 1)), (bad, bad));
+        assert_eq!(nvmedl_handle_has(std::ptr::null_mut(), NVMEDL_CAP_FLUSH), bad);
+    }
+}
+
+#[test]
+fn strerror_has_the_wording_of_the_rust_errors() {
+    for e in [Error::Timeout, Error::NotReady, Error::BadLength, Error::Revision, Error::Os(libc::EBUSY)] {
+        // SAFETY: a static NUL-terminated string.
+        let c = unsafe { std::ffi::CStr::from_ptr(nvmedl_strerror(e.code())) };
+        let want = if let Error::Os(_) = e { Error::describe_code(e.code()).to_string() } else { e.to_string() };
+        assert_eq!(c.to_str().unwrap(), want);
+    }
+}

@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The QoS keys of `nvmedl_set_handle` / `nvmedl_get_handle` (ranges in the `ffi` docs and
-//! docs/qos.md). Control path: these may allocate (new scheduler, tenant histograms).
+//! The QoS keys of `nvmedl_set_handle` / `nvmedl_get_handle` (ranges in the docs of
+//! `nvmedl_set_handle` and docs/qos.md). Control path: these may allocate (new scheduler,
+//! tenant histograms).
 
 use std::time::Duration;
 
+use super::boundary::NvmedlHandle;
 use crate::error::{Error, Result};
-use crate::ffi::NvmedlHandle;
-use crate::qos::{TierConfig, Tiered, MAX_TENANTS};
-use crate::sched::{Fifo, PriorityDeadline, Scheduler};
+use crate::qos::{TierConfig, MAX_TENANTS};
+use crate::sched::SchedulerKind;
 
 fn range(v: u64, lo: u64, hi: u64) -> Result<u64> {
     if (lo..=hi).contains(&v) {
@@ -17,20 +18,11 @@ fn range(v: u64, lo: u64, hi: u64) -> Result<u64> {
     }
 }
 
-fn scheduler(kind: u64, tiers: TierConfig) -> Result<Box<dyn Scheduler>> {
-    Ok(match kind {
-        0 => Box::new(Fifo::default()),
-        1 => Box::new(PriorityDeadline::default()),
-        2 => Box::new(Tiered::new(tiers)?),
-        _ => return Err(Error::InvalidArgument),
-    })
-}
-
 /// Apply a tier setting: checked, and installed at once if the tiered scheduler is in use.
 fn set_tiers(h: &mut NvmedlHandle, t: TierConfig) -> Result<()> {
     t.validate()?;
-    if h.sched == 2 {
-        h.h.set_scheduler(scheduler(2, t)?)?;
+    if h.sched == SchedulerKind::Tiered {
+        h.h.set_scheduler(SchedulerKind::Tiered.build(t)?)?;
     }
     h.tiers = t;
     Ok(())
@@ -48,6 +40,7 @@ fn set_tenant_cfg(h: &mut NvmedlHandle, c: crate::qos::TenantConfig) -> Result<(
     }
 }
 
+/// Set QoS key `name` (invalid argument for another key).
 pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
     match name {
         b"adaptive" => match v {
@@ -73,9 +66,9 @@ pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
             }
         }
         b"scheduler" => {
-            let s = scheduler(v, h.tiers)?;
-            h.h.set_scheduler(s)?;
-            h.sched = v;
+            let kind = SchedulerKind::from_code(v).ok_or(Error::InvalidArgument)?;
+            h.h.set_scheduler(kind.build(h.tiers)?)?;
+            h.sched = kind;
             Ok(())
         }
         b"tier_weight1" | b"tier_weight2" | b"tier_weight3" => {
@@ -111,15 +104,16 @@ pub(crate) fn set(h: &mut NvmedlHandle, name: &[u8], v: u64) -> Result<()> {
     }
 }
 
-pub(crate) fn get(h: &NvmedlHandle, name: &[u8]) -> Result<u64> {
-    Ok(match name {
+/// The value of QoS key `name` (`None` for another key).
+pub(crate) fn get(h: &NvmedlHandle, name: &[u8]) -> Option<u64> {
+    Some(match name {
         b"iodepth" => h.h.iodepth() as u64,
         b"adaptive" => u64::from(h.h.depth_control_on()),
-        b"scheduler" => h.sched,
+        b"scheduler" => h.sched.code(),
         b"tenant" => u64::from(h.h.tenant()),
         b"tenants" => u64::from(h.h.tenant_accounting_on()),
         b"depth_windows" => h.h.depth_sample().map_or(0, |s| s.windows),
         b"depth_slow_start" => u64::from(h.h.depth_config().slow_start),
-        _ => return crate::ffi::property(h, name).ok_or(Error::InvalidArgument),
+        _ => return None,
     })
 }
