@@ -8,7 +8,7 @@
 #   make guest     cross-build the aarch64 guest programs
 #   make demo      boot the virtual board, load the modules, show what the stack sees
 #   make check     format/lint gate + host tests + DT checks + the guest suite in QEMU
-#   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg
+#   make wrr       the paper's arbitration experiment (Figure 13): figures + build/wrr.svg (+ CSV)
 #   make test-64m  the guest suite with the full 64 MiB-per-core library run
 #   make bench     host CPU per I/O: libnvmedl vs io_uring;  make bench-guest: nvmedl-bench figures
 #   make bench-repro  make bench-guest three times per revision: spread and p99/p50 per boot
@@ -19,7 +19,7 @@
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
 #   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
-#   make qos-evidence  issue 17's QoS figures in the guest (rev 2) + plots in build/qos/
+#   make qos-evidence  the QoS figures in the guest (rev 2) + plots in build/qos/
 #   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
 #   make qos-advise-wrr  the same per urgency class under NVMe WRR (rev 2, 4 engines per HDU)
 #   make figures   the paper's fio jobs + the kernel NVMe baseline in the guest (3 boots):
@@ -120,33 +120,32 @@ WRR_SSD ?= read_iops=4000
 WRR_INFLIGHT ?= 8
 wrr: initramfs
 	@mkdir -p build
-	@bash qemu/run.sh --mode wrr --revision 2 --engines 4 --timeout 600 --keep-log build/wrr.log \
+	@bash qemu/run.sh --lab wrr --revision 2 --engines 4 --timeout 600 --keep-log build/wrr.log \
 	  --fake-arg --ssd --fake-arg $(WRR_SSD) --fake-arg --max-inflight --fake-arg $(WRR_INFLIGHT) >/dev/null
 	@grep -a '^wrr:' build/wrr.log
-	@python3 scripts/wrr-plot.py build/wrr.log build/wrr.svg
+	@$(PLOT_PY) scripts/wrr-plot.py build/wrr.log build/wrr.svg
 
-# Issue 17's QoS evidence (docs/qos.md "Evidence"), rev 2, two boots with SSD models slow
+# The QoS evidence (docs/qos.md "Evidence"), rev 2, two boots with SSD models slow
 # enough to be the bottleneck through their bandwidth (so request size matters):
 #   1. two tiers under a background burst, tenant boosting (QOS_SSD, 300/150 MB/s);
 #   2. the 70/30 mix with exponential sizes at depths 8/32/128 vs adaptive (QOS_MIX_SSD,
 #      12/6 MB/s, ~900 IOPS: far below what the TCG guest drives even on a loaded host).
-# QOS_ENV="--env QOS_REPEAT=1 ..." passes settings to the guest (qemu/guest-tests/src/qos_*.rs).
+# QOS_ENV="--env QOS_REPEAT=1 ..." passes settings to the guest (qemu/guest-lab/src/qos_*.rs).
 # Plots and tables: build/qos/ (scripts/qos-plot.py, Debian's python3 + python3-matplotlib).
 QOS_SSD ?= read_iops=50000,write_iops=50000,read_bw=300000000,write_bw=150000000
 QOS_MIX_SSD ?= read_iops=50000,write_iops=50000,read_bw=12000000,write_bw=6000000
 QOS_ENV ?=
 # QOS_PIN=--pin-device gives the device model a host CPU of its own (as make bench-guest
-# does). Off by default: QEMU's 4 vCPUs then share one host CPU, and in the one pinned run
-# (2026-12-06 22:33 UTC) the experiment's poll steps reached 82-123 ms (the other vCPUs'
-# work, the debug kernel's included, runs on the same host CPU) against 5-26 ms unpinned.
+# does). Off by default: QEMU's 4 vCPUs then share one host CPU, which stretches the
+# experiment's poll steps (docs/qos.md §7 has the run that showed it).
 QOS_PIN ?=
 PLOT_PY ?= /usr/bin/python3
 qos-evidence: initramfs
 	@mkdir -p build/qos
-	@bash qemu/run.sh --mode qos --revision 2 $(QOS_PIN) --timeout 900 --keep-log build/qos/level1.log --env QOS_PARTS=tiers,tenants \
+	@bash qemu/run.sh --lab qos --revision 2 $(QOS_PIN) --timeout 900 --keep-log build/qos/level1.log --env QOS_PARTS=tiers,tenants \
 	  --fake-arg --ssd --fake-arg $(QOS_SSD) $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/level1.log; tail -n 5 build/qos/level1.log; exit 1; }
-	@bash qemu/run.sh --mode qos --revision 2 $(QOS_PIN) --timeout 900 --keep-log build/qos/mix.log --env QOS_PARTS=mix \
+	@bash qemu/run.sh --lab qos --revision 2 $(QOS_PIN) --timeout 900 --keep-log build/qos/mix.log --env QOS_PARTS=mix \
 	  --fake-arg --ssd --fake-arg $(QOS_MIX_SSD) $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/mix.log; tail -n 5 build/qos/mix.log; exit 1; }
 	@cat build/qos/level1.log build/qos/mix.log > build/qos/evidence.log
@@ -158,7 +157,7 @@ qos-evidence: initramfs
 QOS_ADVISE_SSD ?= read_iops=10000
 qos-advise: initramfs
 	@mkdir -p build/qos
-	@bash qemu/run.sh --mode qosadvise --revision 2 --timeout 900 --keep-log build/qos/advise.log \
+	@bash qemu/run.sh --lab qosadvise --revision 2 --timeout 900 --keep-log build/qos/advise.log \
 	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/advise.log; tail -n 5 build/qos/advise.log; exit 1; }
 	@$(PLOT_PY) scripts/qos-plot.py advise build/qos/advise.log build/qos
@@ -169,14 +168,13 @@ qos-advise: initramfs
 # low class (weights 3:1, QOS_ENV="--env QOS_WRR_HIGH=4" etc. to change), open-loop Poisson
 # arrivals per class at three loads, depths 1..16 per class. Table: build/qos/advise-wrr.md.
 # A job (handle, HDU) per class, --pin-device (the device model on a host CPU of its own:
-# unpinned, two spinning guest jobs left it so little CPU that D was 2.2 ms for a 0.1 ms
-# command, run of 2026-12-06 22:08) and a 1 ms command (not qos-advise's 0.1 ms), so the
-# host's scheduling noise is small against it. QOS_ENV="--env QOS_WRR_HANDLES=1": both
+# unpinned, two spinning guest jobs starve it of CPU, docs/qos.md §7) and a 1 ms command (not
+# qos-advise's 0.1 ms), so the host's scheduling noise is small against it. QOS_ENV="--env QOS_WRR_HANDLES=1": both
 # classes in one job on one HDU (nvmedl-bench --prio-mix --class-depth), see docs/qos.md §7.
 QOS_ADVISE_WRR_SSD ?= read_iops=1000
 qos-advise-wrr: initramfs
 	@mkdir -p build/qos
-	@bash qemu/run.sh --mode qosadvisewrr --revision 2 --engines 4 --pin-device --timeout 900 --keep-log build/qos/advise-wrr.log \
+	@bash qemu/run.sh --lab qosadvisewrr --revision 2 --engines 4 --pin-device --timeout 900 --keep-log build/qos/advise-wrr.log \
 	  --fake-arg --ssd --fake-arg $(QOS_ADVISE_WRR_SSD) --fake-arg --max-inflight --fake-arg 1 $(QOS_ENV) >/dev/null \
 	  || { grep -a '^qos:' build/qos/advise-wrr.log; tail -n 5 build/qos/advise-wrr.log; exit 1; }
 	@grep -a '^qos: advise-wrr' build/qos/advise-wrr.log || true
@@ -227,7 +225,7 @@ fio: initramfs
 	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
 
-# The paper's evaluation through fio (issue 15; qemu/guest-tests/src/figures.rs, scripts/figures.py).
+# The paper's evaluation through fio (qemu/guest-lab/src/figures.rs, scripts/figures.py).
 # Boot 1, rev 2 with one engine per urgency class and the SSD model's default timing and
 # configuration: the paper's jobs. Boot 2, same device with at most 8 commands in flight inside
 # the model (as `make wrr`, so arbitration decides who is served): the urgency and WRR jobs with
@@ -240,17 +238,17 @@ FIGURES_OUT ?= build/figures
 FIGURES_PY ?= /usr/bin/python3
 figures: initramfs
 	@mkdir -p $(FIGURES_OUT)
-	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 1200 --keep-log $(FIGURES_OUT)/paper.log \
+	@bash qemu/run.sh --lab figures --revision 2 --engines 4 --timeout 1200 --keep-log $(FIGURES_OUT)/paper.log \
 	  --env DNVM_FIGURES=paper >/dev/null
-	@bash qemu/run.sh --mode figures --revision 2 --engines 4 --timeout 900 --keep-log $(FIGURES_OUT)/arbitration.log \
+	@bash qemu/run.sh --lab figures --revision 2 --engines 4 --timeout 900 --keep-log $(FIGURES_OUT)/arbitration.log \
 	  --env DNVM_FIGURES=arbitration --fake-arg --max-inflight --fake-arg 8 >/dev/null
-	@bash qemu/run.sh --mode figures --revision 2 --timeout 900 --keep-log $(FIGURES_OUT)/baseline.log \
+	@bash qemu/run.sh --lab figures --revision 2 --timeout 900 --keep-log $(FIGURES_OUT)/baseline.log \
 	  --env DNVM_FIGURES=baseline --fake-arg --timing --fake-arg none >/dev/null
 	@$(FIGURES_PY) scripts/figures.py $(FIGURES_OUT) $(FIGURES_OUT)/paper.log $(FIGURES_OUT)/arbitration.log \
 	  $(FIGURES_OUT)/baseline.log
 	@cat $(FIGURES_OUT)/summary.md
 
-# The issue #6 "Done when" run at full size: in the guest suite, 4 threads pinned to 4 cores
+# The library's acceptance run at full size: in the guest suite, 4 threads pinned to 4 cores
 # each write and verify a distinct 64 MiB range through the Rust API and through the C example
 # (make check uses DNVM_LIB_MB's default, 8 MiB, to keep the suite short); the same three
 # device configurations as test-guest.
@@ -264,7 +262,7 @@ bench: deps
 	cargo build --release -q -p nvmedl-cpubench
 	./target/release/nvmedl-cpubench
 
-# Issue 18's host figures (docs/performance.md): the START batch sweep (rev 1/2, QD1/QD32,
+# Host figures of the I/O path (docs/performance.md): the START batch sweep (rev 1/2, QD1/QD32,
 # batch 1..64), the backoff of a waiting handle (idle CPU, first I/O after idle), and a perf
 # profile of the libnvmedl case at QD32 (perf from Debian's linux-perf; make deps installs it).
 bench-batch: deps
@@ -282,7 +280,7 @@ bench-profile: deps
 	@perf report -q -i build/cpubench-qd32.perf --no-children --sort symbol 2>/dev/null | grep -E '^ +[0-9.]+%' | head -15
 
 # nvmedl-bench figures in the guest (rand read QD1/QD32, seq read/write), rev 1 and rev 2.
-# BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-tests/src/library.rs),
+# BENCH_RUNS=... replaces the standard runs (see DNVM_BENCH_RUNS in qemu/guest-lab/src/bench.rs),
 # BENCH_REVS=2 picks the revisions. The fake device gets a host CPU of its own (run.sh
 # --pin-device, docs/performance.md §4); BENCH_PIN=0 boots unpinned; BENCH_RUN_ARGS adds run.sh
 # arguments (e.g. '--fake-arg --idle-spin-us --fake-arg 200').
@@ -290,11 +288,11 @@ BENCH_REVS ?= 1 2
 BENCH_PIN ?= 1
 bench-guest: initramfs
 	@for r in $(BENCH_REVS); do \
-	  bash qemu/run.sh --mode libbench --revision $$r $(if $(filter 1,$(BENCH_PIN)),--pin-device) \
+	  bash qemu/run.sh --lab libbench --revision $$r $(if $(filter 1,$(BENCH_PIN)),--pin-device) \
 	    $(if $(BENCH_RUNS),--env DNVM_BENCH_RUNS=$(BENCH_RUNS)) $(BENCH_RUN_ARGS) || exit 1; \
 	done
 
-# Reproducibility of the guest figures (issue 18 item 5): `make bench-guest` BENCH_REPEATS times
+# Reproducibility of the guest figures: `make bench-guest` BENCH_REPEATS times
 # per revision, then a table of every run's IOPS/MB/s spread and p50/p99 per boot in
 # build/bench-repro.md (scripts/bench-repro.py; the logs stay in build/bench-repro/).
 BENCH_REPEATS ?= 3
@@ -305,7 +303,7 @@ clean:
 	-$(MAKE) -C "$$(bash scripts/kernel.sh 2>/dev/null || echo /nonexistent)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) clean 2>/dev/null
 	rm -rf build target
 
-# Long reliability runs in QEMU (issue #7). Both end with the kernel-log check and a summary.
+# Long reliability runs in QEMU. Both end with the kernel-log check and a summary.
 #   make soak [SOAK_SECS=60] [SOAK_MB=16] [SOAK_DEPTH=32] [SOAK_SEED=..] [REVISION=2]
 #   make fuzz [FUZZ_ITERS=200000] [FUZZ_SEED=..] [STRESS_ITERS=200] [REVISION=2]
 # (the guest suite runs short forms of both; `--mode reliability` runs only those groups)

@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 cd "$TOP"
-GUEST_PKGS=(-p dnvm-guest-tests -p libnvmedl -p nvmedl-tools -p nvmedl-ublk -p nvmedl-cpubench)
+GUEST_PKGS=(-p dnvm-guest-tests -p dnvm-guest-lab -p libnvmedl -p nvmedl-tools -p nvmedl-ublk -p nvmedl-cpubench)
 # panic_unwind matches the workspace profiles (panic = "unwind", needed by libnvmedl's C ABI).
 export RUSTC_BOOTSTRAP=1
 cargo build --release --target aarch64-unknown-linux-gnu -Zbuild-std=std,panic_unwind \

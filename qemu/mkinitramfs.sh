@@ -18,7 +18,7 @@ for ko in "$KO_DIR/directnvm_drv/directnvm.ko" "$KO_DIR/hdu_drv/hdu.ko"; do
   [ -f "$ko" ] || { echo "mkinitramfs: $ko missing (make modules)" >&2; exit 1; }
   cp "$ko" "$ROOT/lib/modules/"
 done
-for b in dnvm-guest-tests nvmedl nvmedl-bench nvmedl-cpubench nvmedl-ublk dlexample; do
+for b in dnvm-guest-tests dnvm-guest-lab nvmedl nvmedl-bench nvmedl-cpubench nvmedl-ublk dlexample; do
   [ -x "$GUEST_BIN/$b" ] || { echo "mkinitramfs: $GUEST_BIN/$b missing (make guest)" >&2; exit 1; }
   aarch64-linux-gnu-strip -o "$ROOT/bin/$b" "$GUEST_BIN/$b"
 done

@@ -3,12 +3,13 @@
 # Boot the DirectNVM virtual board: QEMU virt (arm64, 4 CPUs, 1 GiB shared-file RAM), the
 # project's DT overlay, the test kernel, the initramfs, and the fake HDU device process.
 #
-#   qemu/run.sh --suite|--demo|--mode NAME [--revision 1|2] [--timeout SECONDS]
+#   qemu/run.sh --suite|--demo|--mode NAME|--lab NAME [--revision 1|2] [--timeout SECONDS]
 #               [--keep-log FILE] [--env KEY=VALUE]... [--fake-arg ARG]... [--engines N]
 #               [--kver VERSION --initrd FILE] [--nvme] [--pin-device]
 #
-# --mode NAME runs `dnvm-guest-tests NAME` in the guest (suite, soak, fuzz, ...); --env exports
-# KEY=VALUE to it (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
+# --mode NAME runs `dnvm-guest-tests NAME` in the guest (the tests: suite, soak, fuzz, fio,
+# ublk, ...); --lab NAME runs `dnvm-guest-lab NAME` (the experiments: wrr, qos, figures,
+# libbench, ...; qemu/guest-lab/src/main.rs lists them); --env exports KEY=VALUE to either (carried on the kernel command line as dnvm.env.KEY=VALUE). --fake-arg passes
 # ARG to the fake-hdu process (e.g. --fake-arg --ssd --fake-arg read_iops=20000). --engines N
 # sets directnvm,engines-per-hdu in the board DT (1 by default; 4 = one engine per urgency class,
 # rev 2 only); the drivers and the fake device both read it from there. --kver boots the test
@@ -17,8 +18,8 @@
 # --nvme also attaches QEMU's emulated NVMe controller (`-device nvme`, 1 GiB namespace on a
 # RAM-backed file in /dev/shm, no latency model) for the guest kernel's nvme driver, with
 # NVME_POLL_QUEUES (default 2) polled queues (nvme.poll_queues=): /dev/nvme0n1 in the guest,
-# the kernel-stack baseline of fio's io_uring (hipri), libaio and psync engines. The fio,
-# fiojob and figures modes always attach it.
+# the kernel-stack baseline of fio's io_uring (hipri), libaio and psync engines. --mode fio,
+# --lab fiojob and --lab figures always attach it.
 # --pin-device gives the fake device (the FPGA + SSD, a polling process) the last host CPU to
 # itself and QEMU the others (taskset), so the guest's vCPUs never steal the device's time and
 # figures do not depend on where the host scheduler put the two; with a CPU of its own the
@@ -31,7 +32,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 
-MODE=suite REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
+MODE=suite LAB= REVISION=1 TIMEOUT=900 LOG= DEVICE=1 GUEST_ENV=
 FAKE_ARGS=() ENGINES= NVME=0 PIN=0
 while [ $# -gt 0 ]; do
   case "$1" in
@@ -40,6 +41,9 @@ while [ $# -gt 0 ]; do
     --debug) MODE=debug ;;
     --klog) MODE=klog ;;
     --mode) MODE=$2; shift ;;
+    --lab)
+      [[ "$2" =~ ^[a-z0-9_-]+$ ]] || { echo "run.sh: bad --lab $2" >&2; exit 2; }
+      MODE=lab LAB=$2; shift ;;
     --env)
       [[ "$2" =~ ^[A-Za-z_][A-Za-z0-9_]*=[A-Za-z0-9_.,:/+-]*$ ]] || { echo "run.sh: bad --env $2" >&2; exit 2; }
       GUEST_ENV="$GUEST_ENV dnvm.env.$2"; shift ;;
@@ -58,7 +62,7 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-case "$MODE" in fio|fiojob|figures) NVME=1 ;; esac
+case "$MODE${LAB:+:$LAB}" in fio|lab:fiojob|lab:figures) NVME=1 ;; esac
 
 KDIR=$(bash "$TOP/scripts/kernel.sh")
 IMAGE=$KDIR/arch/arm64/boot/Image
@@ -125,7 +129,7 @@ if [ $NVME -eq 1 ]; then
   NVME_APPEND=" nvme.poll_queues=${NVME_POLL_QUEUES:-2}"
 fi
 
-APPEND="console=ttyAMA0 mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
+APPEND="console=ttyAMA0 mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE${LAB:+ dnvm.lab=$LAB} loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
 "${PIN_QEMU[@]}" timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
   "${NVME_ARGS[@]}" -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT OR Apache-2.0
-"""Reproducibility of the guest figures (`make bench-repro`, issue 18 item 5).
+"""Reproducibility of the guest figures (`make bench-repro`).
 
 Boots `make -s bench-guest BENCH_REVS=<rev>` --repeats times per revision, keeps each boot's
 console in build/bench-repro/rev<R>-<i>.log, and writes build/bench-repro.md: per revision and
@@ -18,7 +18,7 @@ import sys
 import time
 
 # The guest case `library: nvmedl-bench figures` prints one summary line per run on the QEMU
-# console (qemu/guest-tests/src/library.rs, `figures`); this pattern reads that line. There is no
+# console (qemu/guest-lab/src/bench.rs, `figures`); this pattern reads that line. There is no
 # JSON on the console to read instead: the guest prints nvmedl-bench's text totals.
 LINE = re.compile(
     r"^# nvmedl-bench (?P<args>.*?) --runtime \d+: total: \d+ I/Os in [\d.]+ s: "

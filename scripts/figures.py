@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT OR Apache-2.0
 """`make figures`, host side: take fio's reports out of the guest console logs of the
-`figures` boots (qemu/guest-tests/src/figures.rs prints them between `DNVM-FIG-BEGIN <run>
+`figures` boots (qemu/guest-lab/src/figures.rs prints them between `DNVM-FIG-BEGIN <run>
 json|log <file>` and `DNVM-FIG-END <run>` lines), keep them under OUT/json and OUT/logs, write
 one CSV per figure, plot each (scripts/figures_plot.py, matplotlib) and write OUT/summary.md,
 each measured figure next to the paper's claim.

@@ -60,19 +60,23 @@ def bars(out, rows, name, xlabel, ylabel, title, col=1, labels=None):
     _save(f, out, name, title)
 
 
-def fig13(out, samples, shares):
+def fig13(out, samples, shares, name="fig13-wrr.svg", bg=(2, 6)):
+    """Fig. 13, one panel per weight setting: `samples` rows (weights, t_ms, fg_iops, bg_iops),
+    `shares` rows (weights, fg_solo, fg_burst, fg_share_pct, ...), the burst from bg[0] to bg[1] s.
+    `make figures` (fio's IOPS logs) and `make wrr` (scripts/wrr-plot.py) both draw it here."""
     labels = [r[0] for r in shares]
-    f, axs = plt.subplots(len(labels), 1, figsize=(6.5, 2.2 * len(labels)), sharex=True)
+    f, axs = plt.subplots(len(labels), 1, figsize=(6.5, 2.2 * len(labels)), sharex=True, squeeze=False)
+    axs = axs[:, 0]
     for ax, lab, sh in zip(axs, labels, shares):
         pts = [s for s in samples if s[0] == lab]
         ax.plot([p[1] / 1000 for p in pts], [p[2] for p in pts], label="foreground (core 0, high)")
         ax.plot([p[1] / 1000 for p in pts], [p[3] for p in pts], label="background (cores 1-3, low)")
-        ax.axvspan(2, 6, color="grey", alpha=0.15)
+        ax.axvspan(bg[0], bg[1], color="grey", alpha=0.15)
         ax.set_ylabel("IOPS")
         ax.set_title(f"WRR {lab}: foreground keeps {sh[3]}% of its solo IOPS in the burst", fontsize=9)
     axs[0].legend(fontsize=7, loc="upper right")
     axs[-1].set_xlabel("time (s); background burst shaded")
-    _save(f, out, "fig13-wrr.svg", "Fig. 13: foreground vs background burst, SSD model slowed to ~4000 IOPS")
+    _save(f, out, name, "Fig. 13: foreground vs background burst, SSD model slowed to ~4000 IOPS")
 
 
 def baseline(out, rows):

@@ -1,12 +1,12 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: MIT OR Apache-2.0
-"""Issue 17's QoS evidence from a guest console log: plots (matplotlib, SVG) and Markdown tables.
+"""The QoS evidence from a guest console log: plots (matplotlib, SVG) and Markdown tables.
 
     scripts/qos-plot.py evidence build/qos/evidence.log build/qos   (make qos-evidence)
     scripts/qos-plot.py advise   build/qos/advise.log   build/qos   (make qos-advise)
     scripts/qos-plot.py advise-wrr build/qos/advise-wrr.log build/qos (make qos-advise-wrr)
 
-Input lines (qemu/guest-tests/src/qos_runs.rs, qos_mix.rs): `# qos-json <exp> <label> <json>`
+Input lines (qemu/guest-lab/src/qos_runs.rs, qos_mix.rs): `# qos-json <exp> <label> <json>`
 `# qos-advise <rho> <model table line>` and `# qos-advise-wrr <load> <nvmedl advise --json>`.
 Output: qos-mix.svg, qos-tiers.svg, qos-tenants.svg, evidence.md (evidence); qos-advise.svg,
 advise.md (advise); qos-advise-wrr.svg, advise-wrr.md (advise-wrr); QOS_PLOT_PNG=1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
-# Host test of `make install` / `make uninstall` (issue 19): install into a temporary DESTDIR,
+# Host test of `make install` / `make uninstall`: install into a temporary DESTDIR,
 # build the C example with `pkg-config --cflags --libs libnvmedl` alone (shared and static),
 # check the soname, the man pages and `--help`/`--version` of every installed tool (no device
 # exists on the host), then uninstall and check nothing is left. Prints TAP-style lines and

@@ -1,56 +1,61 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: MIT OR Apache-2.0
-"""Draw the arbitration experiment (`make wrr`) as an SVG: foreground and background IOPS over
-time, one panel per weight setting. Input: the guest console log with `# wrr <label> <t_ms>
-<fg_iops> <bg_iops>` lines. Standard library only.
+"""Draw the arbitration experiment (`make wrr`) with the one Fig. 13 plot of the project
+(scripts/figures_plot.py, matplotlib, the same figure `make figures` draws from fio's logs):
+foreground and background IOPS over time, one panel per weight setting. Input: the guest
+console log with `# wrr <label> <t_ms> <fg_iops> <bg_iops>` samples and the `wrr: <label>: ...`
+summary lines of `dnvm-guest-lab wrr` (qemu/guest-lab/src/wrr.rs). Also writes the samples
+and the shares as CSV next to the SVG (<name>-timeline.csv, <name>.csv).
 
     scripts/wrr-plot.py console.log build/wrr.svg
 """
+import csv
+import os
+import re
 import sys
 from collections import OrderedDict
 
-W, H, PAD = 720, 260, 50
+import figures_plot
+
+# The guest's run labels as weights high:low.
+LABELS = {"wrr-128-1": "128:1", "rr-1-1": "1:1"}
+SUMMARY = re.compile(r"^wrr: (\S+): foreground solo (\d+) IOPS, during burst (\d+) IOPS \(([\d.]+)% of solo\), "
+                     r"background (\d+) IOPS")
 
 
-def panel(label, pts, y0, ymax, tmax):
-    out = [f'<text x="{PAD}" y="{y0 + 18}" font-size="14">{label}</text>']
-    x = lambda t: PAD + (W - 2 * PAD) * t / tmax
-    y = lambda v: y0 + H - PAD + 10 - (H - 2 * PAD) * v / ymax
-    out.append(f'<line x1="{PAD}" y1="{y(0)}" x2="{W - PAD}" y2="{y(0)}" stroke="black"/>')
-    out.append(f'<line x1="{PAD}" y1="{y(0)}" x2="{PAD}" y2="{y(ymax)}" stroke="black"/>')
-    for frac in (0, 0.5, 1):
-        v = ymax * frac
-        out.append(f'<text x="{PAD - 5}" y="{y(v) + 4}" font-size="10" text-anchor="end">{v:.0f}</text>')
-    for s in range(0, int(tmax / 1000) + 1):
-        out.append(f'<text x="{x(s * 1000)}" y="{y(0) + 14}" font-size="10" text-anchor="middle">{s}s</text>')
-    for col, name, idx in (("#1f77b4", "foreground (core 0, high)", 1), ("#d62728", "background (cores 1-3, low)", 2)):
-        line = " ".join(f"{x(p[0]):.1f},{y(p[idx]):.1f}" for p in pts)
-        out.append(f'<polyline fill="none" stroke="{col}" stroke-width="2" points="{line}"/>')
-        ly = y0 + 18 + 14 * idx
-        out.append(f'<text x="{W - PAD}" y="{ly}" font-size="11" fill="{col}" text-anchor="end">{name} IOPS</text>')
-    return out
+def parse(path):
+    samples, shares = OrderedDict(), OrderedDict()
+    with open(path, errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) == 6 and parts[0] == "#" and parts[1] == "wrr":
+                label = LABELS.get(parts[2], parts[2])
+                samples.setdefault(label, []).append([label] + [float(v) for v in parts[3:6]])
+            m = SUMMARY.match(line.strip())
+            if m:
+                label = LABELS.get(m[1], m[1])
+                shares[label] = [label, int(m[2]), int(m[3]), float(m[4]), int(m[5])]
+    return samples, shares
 
 
 def main():
     if len(sys.argv) != 3:
         sys.exit(__doc__)
-    runs = OrderedDict()
-    with open(sys.argv[1], errors="replace") as f:
-        for line in f:
-            parts = line.split()
-            if len(parts) == 6 and parts[0] == "#" and parts[1] == "wrr":
-                runs.setdefault(parts[2], []).append(tuple(float(v) for v in parts[3:6]))
-    if not runs:
+    samples, shares = parse(sys.argv[1])
+    if not samples:
         sys.exit("wrr-plot: no '# wrr' samples in " + sys.argv[1])
-    ymax = max(max(p[1], p[2]) for pts in runs.values() for p in pts) * 1.1 or 1
-    tmax = max(p[0] for pts in runs.values() for p in pts) or 1
-    body = []
-    for i, (label, pts) in enumerate(runs.items()):
-        body += panel(label, pts, i * H, ymax, tmax)
-    svg = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{W}" height="{H * len(runs)}" font-family="sans-serif">',
-           f'<rect width="100%" height="100%" fill="white"/>', *body, "</svg>"]
-    with open(sys.argv[2], "w") as f:
-        f.write("\n".join(svg) + "\n")
+    # A setting whose summary line is missing (the run failed) is drawn without its share.
+    rows = [shares.get(label, [label, 0, 0, 0, 0]) for label in samples]
+    flat = [s for label in samples for s in samples[label]]
+    out, name = os.path.split(sys.argv[2])
+    out = out or "."
+    stem = os.path.splitext(name)[0]
+    with open(os.path.join(out, f"{stem}-timeline.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([["weights", "t_ms", "fg_iops", "bg_iops"]] + flat)
+    with open(os.path.join(out, f"{stem}.csv"), "w", newline="") as f:
+        csv.writer(f).writerows([["weights", "fg_solo_iops", "fg_burst_iops", "fg_share_pct", "bg_burst_iops"]] + rows)
+    bg = (float(os.environ.get("WRR_BG_START", 2)), float(os.environ.get("WRR_BG_END", 6)))
+    figures_plot.fig13(out, flat, rows, name=name, bg=bg)
     print(sys.argv[2])
 
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! fio through the directnvm ioengine (issue 15): Debian's fio in the guest loads
+//! fio through the directnvm ioengine: Debian's fio in the guest loads
 //! libfio_directnvm.so; fio's own crc32c verification and exit status are the assertions,
 //! plus the engine's refusals of bad jobs (one line each, no I/O: the region they would
 //! overwrite still holds what the test wrote there through libnvmedl).
@@ -37,13 +37,14 @@ fn mb() -> u64 {
 }
 
 /// One fio run: exit status, stderr, and the JSON report when fio wrote one.
-pub(crate) struct Run {
-    pub(crate) code: i32,
-    pub(crate) stderr: String,
-    pub(crate) json: Option<Value>,
+pub struct Run {
+    pub code: i32,
+    pub stderr: String,
+    pub json: Option<Value>,
 }
 
-pub(crate) fn fio(name: &str, job: &str) -> Result<Run, String> {
+/// Run fio on the job text `job` (written to /tmp/fio-`name`.fio) through the engine.
+pub fn fio(name: &str, job: &str) -> Result<Run, String> {
     let path = format!("/tmp/fio-{name}.fio");
     let out = format!("/tmp/fio-{name}.json");
     std::fs::write(&path, job).map_err(|e| format!("{path}: {e}"))?;
@@ -61,7 +62,8 @@ pub(crate) fn fio(name: &str, job: &str) -> Result<Run, String> {
     Ok(Run { code: o.status.code().unwrap_or(-1), stderr, json })
 }
 
-pub(crate) fn jobs(r: &Run) -> Result<&Vec<Value>, String> {
+/// The `jobs` array of fio's JSON report.
+pub fn jobs(r: &Run) -> Result<&Vec<Value>, String> {
     r.json.as_ref().and_then(|j| j["jobs"].as_array()).ok_or_else(|| format!("no JSON report; stderr: {}", r.stderr.trim()))
 }
 
@@ -178,51 +180,4 @@ pub fn run(t: &mut Tap) {
         check(r.code != 0, format!("fio exit 0 with core 2 held; stderr: {}", r.stderr.trim()))?;
         check(r.stderr.contains("core 2 already claimed (by another process)"), format!("stderr: {}", r.stderr.trim()))
     });
-}
-
-/// `dnvm-guest-tests fiojob`: run the job file `DNVM_FIO_JOB` (e.g.
-/// /usr/share/directnvm/fio-jobs/paper/qd1-latency.fio) through the engine, print fio's JSON
-/// report and one `fio:` line per job and direction (IOPS, mean/p99 clat, stddev); true when
-/// fio exited 0. A figure tool, not a test.
-pub fn job_mode() -> bool {
-    let Some(path) = std::env::var("DNVM_FIO_JOB").ok() else {
-        println!("fiojob: set DNVM_FIO_JOB to a job file");
-        return false;
-    };
-    let job = match std::fs::read_to_string(&path) {
-        Ok(j) => j,
-        Err(e) => {
-            println!("fiojob: {path}: {e}");
-            return false;
-        }
-    };
-    let r = match fio("job", &job) {
-        Ok(r) => r,
-        Err(e) => {
-            println!("fiojob: {e}");
-            return false;
-        }
-    };
-    print!("{}", r.stderr);
-    if let Some(j) = &r.json {
-        println!("{j}");
-    }
-    for j in jobs(&r).map(|v| v.as_slice()).unwrap_or(&[]) {
-        for dir in ["read", "write"] {
-            let d = &j[dir];
-            if d["total_ios"].as_u64().unwrap_or(0) == 0 {
-                continue;
-            }
-            let c = &d["clat_ns"];
-            println!(
-                "fio: {} {dir}: iops {:.0} clat mean {:.0} ns p99 {} ns stddev {:.0} ns",
-                j["jobname"].as_str().unwrap_or("?"),
-                d["iops"].as_f64().unwrap_or(0.0),
-                c["mean"].as_f64().unwrap_or(0.0),
-                c["percentile"]["99.000000"].as_u64().unwrap_or(0),
-                c["stddev"].as_f64().unwrap_or(0.0)
-            );
-        }
-    }
-    r.code == 0
 }

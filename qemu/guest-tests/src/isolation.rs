@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Isolation under races (issue 14): no mapping of a core's pages, or of an HDU's register page,
+//! Isolation under races: no mapping of a core's pages, or of an HDU's register page,
 //! is usable once RELEASE, close or unbind has returned, whatever mmap, mremap or fork does
 //! beside it; state-changing ioctls need a file opened for writing.
 //!

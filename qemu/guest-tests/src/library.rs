@@ -144,7 +144,8 @@ fn four_cores_rust(mb: u64) -> Case {
     Ok(())
 }
 
-fn run_ok(cmd: &str) -> Result<String, String> {
+/// Run `cmd` in the shell; its output, or an error with the output's last lines.
+pub fn run_ok(cmd: &str) -> Result<String, String> {
     let (ok, out) = sh(cmd);
     if ok {
         Ok(out)
@@ -186,7 +187,6 @@ fn c_example(pages: u64, cores: u32) -> Case {
     check(out.matches("verify ok").count() == 2, "dlexample did not verify both phases")
 }
 
-/// The nvmedl-bench runs behind the figures (README "Measured").
 /// The standard figures of `make bench-guest`. The four-core runs come twice: spinning (the
 /// library default) and with the adaptive backoff of docs/performance.md §4 (spin 10 µs, no
 /// yield phase, then sleep), which gives the vCPUs that share a host core back to the others.
@@ -204,10 +204,11 @@ const FIGURE_RUNS: [&str; 10] = [
 ];
 
 /// Informational figures, `seconds` per run (the case passes when every run completes
-/// without error). `DNVM_BENCH_RUNS` replaces the standard runs: runs separated by `:`, the
-/// words of one run by `+` (it travels on the kernel command line), e.g.
+/// without error): 1 s per run in the suite, 5 s in `dnvm-guest-lab libbench`.
+/// `DNVM_BENCH_RUNS` replaces the standard runs: runs separated by `:`, the words of one run
+/// by `+` (it travels on the kernel command line), e.g.
 /// `--rw+seq-read+--bs+128k+--iodepth+128:--rw+rand-read+--iodepth+1`.
-fn figures(seconds: u32) -> Case {
+pub fn figures(seconds: u32) -> Case {
     let custom: Option<Vec<String>> =
         std::env::var("DNVM_BENCH_RUNS").ok().map(|v| v.split(':').filter(|r| !r.is_empty()).map(|r| r.replace('+', " ")).collect());
     let runs: Vec<String> = custom.unwrap_or_else(|| FIGURE_RUNS.iter().map(|r| r.to_string()).collect());
@@ -219,30 +220,6 @@ fn figures(seconds: u32) -> Case {
         println!("# nvmedl-bench {args} --runtime {seconds}: {total}; {lat}; {cpu}");
     }
     Ok(())
-}
-
-/// The library's CPU per I/O on the guest's CPU: `nvmedl-cpubench lib` (a null HDU in the
-/// process: no device, no emulated shared memory), rev 1 and 2 at QD1 and QD32. Against the
-/// guest figures this separates the library's share of a guest I/O from the emulation's
-/// (docs/performance.md §4). Each line is printed with a `# cpubench` prefix.
-fn guest_cpubench() -> Case {
-    for (rev, qd) in [(1, 1), (2, 1), (1, 32), (2, 32)] {
-        let out = run_ok(&format!("/bin/busybox timeout 120 /bin/nvmedl-cpubench --ios 100000 --reps 3 lib --rev {rev} --qd {qd}"))?;
-        let line = out.lines().find(|l| l.starts_with("libnvmedl rev")).ok_or_else(|| format!("rev {rev} QD{qd}: {out}"))?;
-        println!("# cpubench {line}");
-    }
-    Ok(())
-}
-
-/// `dnvm-guest-tests libbench` (`make bench-guest`): the figures with 5-second runs, then the
-/// library's CPU per I/O on the guest's CPU.
-pub fn bench_mode() -> bool {
-    let mut t = Tap::default();
-    t.case("library: nvmedl-bench figures, 5 s per run", || figures(5));
-    if std::env::var("DNVM_BENCH_RUNS").is_err() {
-        t.case("library: nvmedl-cpubench on the guest CPU (null HDU, rev 1/2, QD1/QD32)", guest_cpubench);
-    }
-    t.finish()
 }
 
 /// Run the library cases.
@@ -269,7 +246,7 @@ pub fn run(t: &mut Tap) {
 // system calls between the job's two marker calls `prctl(SYSCALL_MARK, 1)` and
 // `prctl(SYSCALL_MARK, 2)`, which bracket the timed I/O loop.
 
-/// `nvmedl-bench`'s marker (`SYSCALL_MARK` in userspace/tools/src/bench.rs).
+/// `nvmedl-bench`'s marker (`SYSCALL_MARK` in userspace/tools/src/bench_run.rs).
 const SYSCALL_MARK: u64 = 0x444e_564d;
 const PTRACE_GET_SYSCALL_INFO: libc::c_uint = 0x420e;
 const SYSCALL_INFO_ENTRY: u8 = 1;

@@ -350,8 +350,8 @@ fn child_churn(seed: u64) -> ! {
 /// The one outcome of `killed_mid_batch` that is the host's timing, not the stack's.
 const KILL_TOO_LATE: &str = "rev 2: kill came after the batch ended";
 /// Attempts at `killed_mid_batch` while it reports `KILL_TOO_LATE` (a precondition, not a
-/// verdict: the kill must land while the batch runs; 3 were all too late once in the rev 2
-/// x4 suite of the 2026-12-06 fresh-clone run, on an otherwise idle host).
+/// verdict: the kill must land while the batch runs; 3 in a row were all too late once in the
+/// rev 2 x4 suite on an otherwise idle host).
 const KILL_ATTEMPTS: u32 = 6;
 
 /// A child claims `core`, starts a batch of slow reads and is SIGKILLed while it is in flight.

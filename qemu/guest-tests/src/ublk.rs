@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Mode `ublk` (issue 16): the engine as a block device through `nvmedl-ublk`.
+//! Mode `ublk`: the engine as a block device through `nvmedl-ublk`.
 //! Geometry, verified raw writes with fio (4 jobs), ext4 with concurrent writer processes and
 //! fsck, kill -9 + `--recover` with every fsync'd file intact, SIGTERM cleanup, bad input.
 

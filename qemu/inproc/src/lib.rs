@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! libnvmedl's in-process backend: the fakehdu device model running in this process, for
 //! libnvmedl's host tests (`userspace/libnvmedl/tests/inproc/`) and the host benchmarks
-//! (`nvmedl-bench --inproc`, feature `inproc` of nvmedl-tools). Test code: the shipping
-//! library does not depend on it.
+//! (`nvmedl-bench-inproc`, qemu/inproc-bench). Test code: the shipping library and tools do
+//! not depend on it.
 //!
 //! It plays the kernel's part: the carve-out is partitioned by the kernel's own `layout.rs`,
 //! the NVMe controller is brought up by the kernel's own bring-up (`directnvm_abi::bringup`,

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! `nvmedl advise --json`: the advisor's table as one JSON object (serde), for scripts such as
-//! `make qos-advise-wrr` (qemu/guest-tests/src/qos_runs.rs, scripts/qos-plot.py).
+//! `make qos-advise-wrr` (qemu/guest-lab/src/qos_runs.rs, scripts/qos-plot.py).
 
-use nvmedl::qos::advisor::{Advice, AdviceInput};
-use nvmedl::qos::mdk::Mdk;
+use crate::qos::advisor::{Advice, AdviceInput};
+use crate::qos::mdk::Mdk;
 use serde::Serialize;
 
 /// One M/D/1/K solution.
@@ -104,8 +104,8 @@ impl AdviceJson {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nvmedl::qos::advisor;
-    use nvmedl::qos::mdk::Class;
+    use crate::qos::advisor;
+    use crate::qos::mdk::Class;
 
     #[test]
     fn the_json_carries_the_per_class_model() {
@@ -130,7 +130,7 @@ mod tests {
         for r in rows {
             let k = r["total"]["depth"].as_u64().unwrap() as u32;
             for c in 0..2 {
-                let want = nvmedl::qos::mdk::solve_wrr(&input.classes, input.service, k)[c].unwrap();
+                let want = crate::qos::mdk::solve_wrr(&input.classes, input.service, k)[c].unwrap();
                 let got = &r["classes"][c];
                 // serde_json's float parsing may differ in the last bit.
                 let close = |key: &str, want: f64| (got[key].as_f64().unwrap() - want).abs() <= 1e-12 * want.abs();

@@ -103,10 +103,6 @@ pub struct BenchCli {
     /// The engine's character device.
     #[arg(long, value_name = "PATH", default_value = nvmedl::chardev::DEFAULT_DEVICE)]
     pub device: String,
-    /// Run against the in-process device model of this HDU revision (host builds with the
-    /// `inproc` feature only).
-    #[arg(long, value_parser = parse_size, value_name = "REV")]
-    pub inproc: Option<u64>,
     /// Set the library's `yield_spins` and call sched_yield after N empty polls in a row
     /// (0: pure polling, no system call).
     #[arg(long = "yield", default_value = "0", value_parser = parse_size, value_name = "N")]
@@ -139,10 +135,6 @@ pub struct BenchCli {
     /// (EINVAL, no effect) so a tracer can count the loop's system calls.
     #[arg(long)]
     pub syscall_markers: bool,
-    /// SSD timing of the --inproc model: none (commands complete at once) or wall (the
-    /// model's real-time SSD timing; needed for latency and QoS figures).
-    #[arg(long, value_enum, default_value = "none")]
-    pub inproc_timing: InprocTiming,
     /// QoS (docs/qos.md).
     #[command(flatten)]
     pub qos: crate::bench_qos::QosArgs,
@@ -155,15 +147,6 @@ pub enum BackoffMode {
     Spin,
     /// The library's backoff (spin, yield, sleep) with the --backoff-* thresholds.
     Adaptive,
-}
-
-/// SSD timing of the in-process model.
-#[derive(Clone, Copy, PartialEq, Eq, Debug, ValueEnum)]
-pub enum InprocTiming {
-    /// No timing.
-    None,
-    /// Real time.
-    Wall,
 }
 
 impl BenchCli {
@@ -267,7 +250,7 @@ mod tests {
         assert_eq!((o.rw, o.rwmix, o.bs, o.iodepth, o.size, o.batch, o.yield_polls), (Mode::RandRead, 70, 4096, 32, 8 << 20, 1, 0));
         assert_eq!((o.cores.clone(), o.priority.clone()), (vec![0], vec![1]));
         assert_eq!(o.time_limit(), Some(Duration::from_secs(5)));
-        assert!(!o.verify && !o.json && !o.syscall_markers && o.inproc.is_none());
+        assert!(!o.verify && !o.json && !o.syscall_markers);
         assert!(o.prio_mix.is_none() && o.rate.is_empty() && o.trace_ms.is_none() && o.class_depth.is_none());
         assert_eq!(o.rate_of(0), None);
         assert_eq!(o.sizes().unwrap(), Sizes { dist: SizeDist::Fixed, bs: 4096, max: 4096 });
@@ -349,8 +332,10 @@ mod tests {
         assert_eq!((o.ios, o.yield_polls), (Some(100000), 64));
         let o = parse("--rw rand-read --cores 0 --iodepth 32 --runtime 1").unwrap();
         assert_eq!(o.time_limit(), Some(Duration::from_secs(1)));
-        let o = parse("--priority 0,3 --cores 0,1 --inproc 2 --device /dev/d --rw randwrite").unwrap();
-        assert_eq!((o.priority.clone(), o.inproc, o.device.as_str(), o.rw), (vec![0, 3], Some(2), "/dev/d", Mode::RandWrite));
+        let o = parse("--priority 0,3 --cores 0,1 --device /dev/d --rw randwrite").unwrap();
+        assert_eq!((o.priority.clone(), o.device.as_str(), o.rw), (vec![0, 3], "/dev/d", Mode::RandWrite));
+        // The in-process model is the host rig's (nvmedl-bench-inproc), not an option here.
+        assert!(parse("--inproc 2").is_err());
         assert_eq!(parse("--runtime 0.5").unwrap().time_limit(), Some(Duration::from_millis(500)));
     }
 

@@ -10,8 +10,10 @@ pub mod bench_cli;
 pub mod bench_load;
 pub mod bench_qos;
 pub mod bench_report;
+pub mod bench_run;
 pub mod nvmedl_cli;
 pub mod progress;
+pub mod qos;
 
 /// Exit status: success.
 pub const EXIT_OK: u8 = 0;

@@ -18,12 +18,12 @@ use std::process::ExitCode;
 
 use clap::Parser;
 use directnvm_abi::*;
-use nvmedl::qos::advisor::{self, AdviceInput};
-use nvmedl::qos::mdk;
 use nvmedl::{Device, Error, Handle};
 use nvmedl_tools::advise_report::AdviceJson;
 use nvmedl_tools::nvmedl_cli::{Class, Command, NvmedlCli, ResetTarget};
 use nvmedl_tools::progress::Progress;
+use nvmedl_tools::qos::advisor::{self, AdviceInput};
+use nvmedl_tools::qos::mdk;
 use nvmedl_tools::EXIT_FAILURE;
 use serde::Serialize;
 

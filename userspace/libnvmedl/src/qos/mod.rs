@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! Quality of service (level 1 of the two-level queue, DESIGN §7, docs/qos.md): the adaptive
 //! depth controller (`depth`), the tiered scheduler with a starvation guard (`tiers`), tenant
-//! accounting and boosting (`tenant`), and the queueing model behind the depth advisor (`mdk`).
+//! accounting and boosting (`tenant`). The queueing model behind the depth advisor lives with
+//! its one user, `nvmedl advise` (userspace/tools/src/qos/); the depth controller's test plant
+//! is an integration test (tests/depth_sim/).
 
-pub mod advisor;
 pub mod delay;
 pub mod depth;
-#[cfg(test)]
-mod depth_sim;
-pub mod mdk;
 pub mod tenant;
 pub mod tiers;
 

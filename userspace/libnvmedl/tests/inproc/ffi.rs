@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! The C ABI's documented contract (issue 14): key ranges of `nvmedl_set_handle`,
+//! The C ABI's documented contract: key ranges of `nvmedl_set_handle`,
 //! `nvmedl_buf_alloc(0)`, buffer bounds of the pointer calls, and one recovery call after a
 //! timeout that works on both revisions. Runs on the in-process board (no global device).
 

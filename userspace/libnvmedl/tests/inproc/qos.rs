@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Host tests of the QoS mechanisms on the in-process device model (issue 17 item 6). The
+//! Host tests of the QoS mechanisms on the in-process device model. The
 //! controller's convergence, the WRR ratios and the starvation bound are also checked in
 //! virtual time in `qos::{depth, tiers}`; here they run through a real handle.
 

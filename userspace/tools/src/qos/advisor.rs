@@ -4,7 +4,8 @@
 
 use std::fmt::Write as _;
 
-use crate::error::{Error, Result};
+use nvmedl::{Error, Result};
+
 use crate::qos::mdk::{self, Class, Mdk};
 
 /// What the advisor is asked.

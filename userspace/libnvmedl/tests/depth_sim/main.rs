@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Test plant for the depth controller: a bandwidth-bound SSD in virtual time (flash channels
-//! in parallel, pages striped over them, FIFO per channel), driven by a closed-loop
-//! application with a 70/30 read/write mix of exponentially distributed sizes, the shape of
-//! `make qos-evidence`'s mix. Service time varies with size (a 4 KiB read takes one page time,
+//! Test plant for the depth controller (an integration test: test code, not library code): a
+//! bandwidth-bound SSD in virtual time (flash channels in parallel, pages striped over them,
+//! FIFO per channel), driven by a closed-loop application with a 70/30 read/write mix of
+//! exponentially distributed sizes, the shape of `make qos-evidence`'s mix. Service time varies with size (a 4 KiB read takes one page time,
 //! a 64 KiB write 2 x 16/channels write-page times), which is what a single latency floor
 //! mistakes for queueing.
 
-use super::delay::class_of;
-use super::depth::{DepthController, DepthSample};
+use nvmedl::qos::delay::class_of;
+use nvmedl::qos::depth::{DepthController, DepthSample};
 
 /// The device and the application.
 pub struct Plant {
@@ -114,10 +114,9 @@ impl Plant {
     }
 }
 
-#[cfg(test)]
 mod tests {
     use super::*;
-    use crate::qos::depth::DepthConfig;
+    use nvmedl::qos::depth::DepthConfig;
     use std::time::Duration;
 
     /// The `make qos-evidence` mix device: 8 channels at 12 / 6 MB/s.
@@ -244,8 +243,8 @@ mod tests {
         }
     }
 
-    /// The frontier table of docs/qos.md §1 (`cargo test -p libnvmedl --lib frontier -- --ignored
-    /// --nocapture`).
+    /// The frontier table of docs/qos.md §1 (`cargo test -p libnvmedl --test depth_sim frontier --
+    /// --ignored --nocapture`).
     #[test]
     #[ignore]
     fn frontier() {

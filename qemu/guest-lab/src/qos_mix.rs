@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Issue 17's level-1 QoS experiments through the library (`make qos-evidence`): one handle on
+//! The level-1 QoS experiments through the library (`make qos-evidence`): one handle on
 //! core 0 serves several closed-loop *streams* (urgency class, tenant, request size, requests
 //! kept outstanding, active seconds), so the handle's scheduler decides who is served.
 //!

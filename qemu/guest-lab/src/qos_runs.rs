@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Issue 17's evidence runs through the tools (`make qos-evidence`, `make qos-advise`):
+//! The QoS evidence runs through the tools (`make qos-evidence`, `make qos-advise`):
 //!
 //! * `mix`: `nvmedl-bench` 70/30 random read/write, exponentially distributed sizes (mean
 //!   8 KiB, at most 64 KiB) at fixed depths 8, 16, 32, 64, 128 and with the adaptive
@@ -20,7 +20,7 @@
 //! Output lines: `# qos-json <exp> <label> <bench JSON>`, `# qos-advise <rho> <line of the
 //! model table>` and `# qos-advise-wrr <load> <model JSON>`, for `scripts/qos-plot.py`.
 
-use crate::sys::sh;
+use dnvm_guest_tests::sys::sh;
 
 fn env(name: &str, default: u64) -> u64 {
     std::env::var(name).ok().and_then(|v| v.parse().ok()).unwrap_or(default)

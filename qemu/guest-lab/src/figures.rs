@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! `dnvm-guest-tests figures` (`make figures`, issue 15): runs fio job files and prints each
+//! `dnvm-guest-lab figures` (`make figures`): runs fio job files and prints each
 //! run's JSON report (and fio's IOPS logs, where a job writes them) on the console between
 //! marker lines, for the host's scripts/figures.py:
 //!
@@ -28,8 +28,8 @@
 use directnvm_abi::{DnvmArbitration, TESTDEV_CMD_CLEAR_FAULTS, TESTDEV_CMD_SET_FAULT, TESTDEV_FAULT_SLOW};
 use nvmedl::Device;
 
-use crate::faults::Mailbox;
-use crate::fio;
+use dnvm_guest_tests::faults::Mailbox;
+use dnvm_guest_tests::fio;
 
 const JOBS: &str = "/usr/share/directnvm/fio-jobs/paper";
 

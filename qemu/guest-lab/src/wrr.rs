@@ -11,8 +11,8 @@
 //! high:low = 128:1, then 1:1 (plain round robin among the classes) for contrast.
 //!
 //! Prints one `# wrr <label> <t_ms> <fg_iops> <bg_iops>` line per 100 ms sample (the host's
-//! `scripts/wrr-plot.py` draws them) and per weight setting the foreground throughput during
-//! the burst as a share of its solo throughput. It is a benchmark: it fails only when I/O
+//! `scripts/wrr-plot.py` draws them with the Fig. 13 plot of `make figures`) and per weight
+//! setting the foreground throughput during the burst as a share of its solo throughput. It is a benchmark: it fails only when I/O
 //! fails, not on the figures.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -134,7 +134,7 @@ fn run_once(d: &Device, label: &str, a: DnvmArbitration) -> Result<(f64, f64, f6
     Ok((avg(solo, solo_n), avg(burst, burst_n), avg(bg_sum, burst_n)))
 }
 
-/// `dnvm-guest-tests wrr`: both weight settings; true when every I/O succeeded.
+/// `dnvm-guest-lab wrr`: both weight settings; true when every I/O succeeded.
 pub fn run() -> bool {
     let d = match Device::open() {
         Ok(d) => d,

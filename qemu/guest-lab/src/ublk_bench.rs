@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-//! Mode `ublkbench` (issue 16 item 5, not in `make check`): 4 KiB random-read IOPS and
+//! Mode `ublkbench` (not in `make check`): 4 KiB random-read IOPS and
 //! p50/p99 latency at QD1 and QD32, same boot, through libnvmedl directly (`nvmedl-bench`),
 //! through `/dev/ublkbN`, and through NVMe/TCP loopback onto that device.
 
-use crate::sys::sh;
-use crate::ublk_srv::{run as srv, Server};
+use dnvm_guest_tests::sys::sh;
+use dnvm_guest_tests::ublk_srv::{run as srv, Server};
 
 const SECS: u32 = 5;
 
