@@ -92,8 +92,8 @@ test-guest: initramfs
 	@bash qemu/run.sh --suite --revision 2 --engines 4
 	@bash qemu/run.sh --mode fio --revision 1 --timeout 600
 	@bash qemu/run.sh --mode fio --revision 2 --timeout 600
-	@bash qemu/run.sh --mode ublk --revision 1 $(UBLK_STOP_ENV)
-	@bash qemu/run.sh --mode ublk --revision 2 $(UBLK_STOP_ENV)
+	@bash qemu/run.sh --mode ublk --revision 1 --timeout 1800 $(UBLK_STOP_ENV)
+	@bash qemu/run.sh --mode ublk --revision 2 --timeout 1800 $(UBLK_STOP_ENV)
 
 # The ublk mode with a longer stop stress (rounds of SIGTERM / kill -9 + del under a mounted,
 # busy ext4; make check runs the mode's default count): make ublk-stop UBLK_STOP_ITERS=200

@@ -129,7 +129,10 @@ fn crash(t: &mut Tap, s: Server) -> Option<Server> {
         // `list` finds the orphan for whoever has to recover it.
         let (ok, out) = run(&["list"]);
         let line = out.lines().find(|l| l.split_whitespace().next() == Some(&id.to_string()));
-        check(ok && line.is_some_and(|l| l.contains("quiesced") && l.contains("(gone)")), format!("list after kill -9: {out:?}"))?;
+        check(
+            ok && line.is_some_and(|l| l.contains("quiesced") && l.contains(&format!("--recover {id}"))),
+            format!("list after kill -9: {out:?}"),
+        )?;
         let r = Server::start(&["--cores", CORES, "--recover", &id.to_string()])?;
         next = Some(r);
         join(ws)?;

@@ -36,7 +36,7 @@ fn list() -> Result<()> {
         .map(|r| r.flatten().filter_map(|e| e.file_name().to_str()?.strip_prefix("ublkc")?.parse().ok()).collect())
         .unwrap_or_default();
     ids.sort_unstable();
-    println!("{:<4} {:<10} {:<16} {:>6} {:>6} {:>10}", "id", "state", "server", "queues", "depth", "max io");
+    println!("{:<4} {:<10} {:<8} {:>6} {:>6} {:>10}  next step", "id", "state", "server", "queues", "depth", "max io");
     for id in ids {
         let Ok(ctrl) = libublk::ctrl::UblkCtrl::new_simple(id) else { continue };
         let i = ctrl.dev_info();
@@ -48,12 +48,10 @@ fn list() -> Result<()> {
             _ => "?",
         };
         let alive = i.ublksrv_pid > 0 && std::path::Path::new(&format!("/proc/{}", i.ublksrv_pid)).exists();
-        let server = match (i.ublksrv_pid, alive) {
-            (p, _) if p <= 0 => "-".to_string(),
-            (p, true) => p.to_string(),
-            (p, false) => format!("{p} (gone)"),
-        };
-        println!("{id:<4} {state:<10} {server:<16} {:>6} {:>6} {:>10}", i.nr_hw_queues, i.queue_depth, i.max_io_buf_bytes);
+        let server = if alive { i.ublksrv_pid.to_string() } else { "-".to_string() };
+        // Without a live server the device waits: give the two ways out.
+        let next = if alive { String::new() } else { format!("serve --cores <{} cores> --recover {id}, or del {id}", i.nr_hw_queues) };
+        println!("{id:<4} {state:<10} {server:<8} {:>6} {:>6} {:>10}  {next}", i.nr_hw_queues, i.queue_depth, i.max_io_buf_bytes);
     }
     Ok(())
 }
