@@ -387,11 +387,11 @@ pub(crate) fn check_open(file: &File) -> Result {
 macro_rules! abi_pod {
     ($($t:ident),* $(,)?) => {$(
         // SAFETY: the ABI struct is `#[repr(C)]`, made only of integers and integer arrays with
-        // no padding (sizes are asserted in userspace/abi/src/tests.rs and below), and every bit
+        // no padding (sizes are asserted in kernel/abi/tests.rs and below), and every bit
         // pattern is a valid value.
-        unsafe impl kernel::transmute::FromBytes for crate::abi::$t {}
+        unsafe impl kernel::transmute::FromBytes for crate::abi::ioctl::$t {}
         // SAFETY: as above: no padding, so every byte is initialised.
-        unsafe impl kernel::transmute::AsBytes for crate::abi::$t {}
+        unsafe impl kernel::transmute::AsBytes for crate::abi::ioctl::$t {}
     )*};
 }
 abi_pod!(DnvmInfo, DnvmRegion, DnvmLayout, DnvmClaim, DnvmArbitration, DnvmStats, HduInfo, HduStats);

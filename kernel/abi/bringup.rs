@@ -1,17 +1,16 @@
 // SPDX-License-Identifier: GPL-2.0-only OR MIT
-// NVMe controller bring-up for the DirectNVM engines, in `core`-only Rust, over an `NvmeHost`
-// trait; `include!`d by abi.rs as module `bringup`.
-//
-// directnvm.ko runs it against the controller's BAR window and the admin region of the
-// carve-out (its host is the kshim-backed `Host` of directnvm_main.rs); the test hosts (the
-// in-process backend and fakehdu's test_support, over the model's guest memory) run the same
-// code, so there is one NVMe host in the tree. Every wait is bounded by CAP.TO; every failure
-// returns an `NvmeError` naming the step and the NVMe status.
+//! NVMe controller bring-up (reset, admin queues, identify, the engines' I/O queue pairs,
+//! arbitration, shutdown) for the DirectNVM engines, in `core`-only Rust, over an `NvmeHost`.
+//!
+//! directnvm.ko runs it against the controller's BAR window and the admin region of the
+//! carve-out (its host is the kshim-backed `Host` of kernel/directnvm_drv/mod.rs); the test hosts
+//! (the in-process backend and fakehdu's test_support, over the model's guest memory) run the
+//! same code, so there is one NVMe host in the tree. Every wait is bounded by CAP.TO; every
+//! failure returns an `NvmeError` naming the step and the NVMe status.
 
-use super::{
-    dnvm_engine_qprio, dnvm_qid, DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR, DNVM_LBA_SIZE, DNVM_QWIN_CQ_OFFSET,
-    DNVM_QWIN_QUEUE_STRIDE, DNVM_QWIN_SQ_OFFSET,
-};
+use super::entry::{dnvm_engine_qprio, dnvm_qid, DNVM_QWIN_CQ_OFFSET, DNVM_QWIN_QUEUE_STRIDE, DNVM_QWIN_SQ_OFFSET};
+use super::ioctl::{DnvmArbitration, DnvmInfo, DNVM_INFO_READY, DNVM_INFO_WRR};
+use super::sizes::{DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES};
 
 // The NVMe encodings (SQE, CQE, Identify, register fields): one copy, the `nvme` module.
 use super::nvme::{
@@ -116,7 +115,7 @@ pub struct LogEntry {
 /// Entries kept in the admin command log: the whole bring-up of the largest configuration
 /// (2 Identify, Number of Queues, Arbitration, and a Create CQ + SQ for each of
 /// `DNVM_MAX_CORES` x `DNVM_MAX_ENGINES` queue pairs), plus room for later commands.
-pub const LOG_ENTRIES: usize = 4 + 2 * super::DNVM_MAX_CORES * super::DNVM_MAX_ENGINES + 12;
+pub const LOG_ENTRIES: usize = 4 + 2 * DNVM_MAX_CORES * DNVM_MAX_ENGINES + 12;
 
 /// State of an enabled controller.
 #[derive(Clone, Copy, Debug)]

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// DirectNVM ABI, part of abi.rs (`include!`d there; same rules: core only, no inner attributes,
-// a doc comment on every public item). The staging-queue entry, the status word and the engine queue window.
+//! The staging-queue entry, the status word and the engine queue window.
+
+use super::sizes::DNVM_URGENCY_CLASSES;
 
 // ----------------------------------------------------------------------------------------------
 // Staging-queue entry (24 bytes, little-endian) and status word.

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// DirectNVM ABI, part of abi.rs (`include!`d there; same rules: core only, no inner attributes,
-// a doc comment on every public item). The HDU register pages (user and privileged), the revision and capability words.
+//! The HDU register pages (user and privileged), the revision and capability words.
+
+use super::sizes::DNVM_REV1_MAX_NREQS;
 
 // ----------------------------------------------------------------------------------------------
 // HDU user register page (mappable by the owner of /dev/hduN). Offsets in bytes; each register

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// DirectNVM ABI, part of abi.rs (`include!`d there; same rules: core only, no inner attributes,
-// a doc comment on every public item). The ioctl interface of /dev/directnvm and /dev/hduN: encoding, numbers and structs.
+//! The ioctl interface of `/dev/directnvm` and `/dev/hduN`: encoding, numbers and structs.
+
+use super::sizes::DNVM_MAX_CORES;
 
 // ----------------------------------------------------------------------------------------------
 // ioctl encoding (asm-generic: arm64, x86_64, riscv). Computed here so userspace and the kernel

@@ -4,14 +4,16 @@
 //! The carve-out is split, in order, into the kernel-only admin region (admin SQ, admin CQ,
 //! identify/PRP page) and, per core, a staging queue, a status-word array and a data slice.
 //! Every region starts on a page boundary and is a whole number of pages, so a claim can be
-//! enforced per mapping. The same file is used by the kernel module (KUnit tests below) and by
-//! userspace's in-process backend (`#[path]` include), so both partition identically.
+//! enforced per mapping. directnvm.ko computes it at probe (KUnit tests below) and the
+//! in-process backend (qemu/inproc) uses the same module, so both partition identically.
 
-use crate::abi::{
-    DnvmInfo, DnvmLayout, DnvmRegion, DNVM_ABI_VERSION, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_ENTRY_SIZE,
-    DNVM_INFO_COHERENT, DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_MAX_REGIONS, DNVM_MAX_STAGING_ENTRIES, DNVM_NO_CORE,
-    DNVM_REGION_ADMIN, DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS, DNVM_REV1_BLOCK_SIZE,
+use super::dt::DNVM_MAX_STAGING_ENTRIES;
+use super::entry::DNVM_ENTRY_SIZE;
+use super::ioctl::{
+    DnvmInfo, DnvmLayout, DnvmRegion, DNVM_CACHE_CACHED, DNVM_CACHE_NONE, DNVM_CACHE_WC, DNVM_INFO_COHERENT, DNVM_MAX_REGIONS,
+    DNVM_NO_CORE, DNVM_REGION_ADMIN, DNVM_REGION_DATA, DNVM_REGION_STAGING, DNVM_REGION_STATUS,
 };
+use super::sizes::{DNVM_ABI_VERSION, DNVM_LBA_SIZE, DNVM_MAX_CORES, DNVM_MAX_ENGINES, DNVM_REV1_BLOCK_SIZE};
 
 /// Pages of the admin region: admin SQ, admin CQ, identify/data page.
 pub const ADMIN_PAGES: u64 = 3;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// NVMe 1.3 spec codecs, `include!`d by abi.rs as `nvme` (so the kernel modules compile it too):
-// the only encoding of register fields, SQEs, CQEs and Identify data in the tree. Core only, no
-// inner attributes; every public item has a doc comment (the kernel builds with -Wmissing_docs).
+//! NVMe 1.3 spec codecs: the only encoding of register fields, SQEs, CQEs and Identify data in
+//! the tree, shared by the kernel's bring-up (`bringup`), the controller model
+//! (qemu/fakehdu/src/nvme) and the test hosts. Not part of the C header.
 
 /// Controller register offsets in the BAR (§3.1).
 pub mod reg {
@@ -447,5 +447,6 @@ pub const fn cqe_phase(dw3: u32) -> bool {
     (dw3 >> 16) & 1 == 1
 }
 
-// Identify data (§5.15): the field offsets, encoders and decoders.
-include!("nvme_identify.rs");
+/// Identify data (§5.15): the field offsets, encoders and decoders.
+mod identify;
+pub use identify::*;

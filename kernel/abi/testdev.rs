@@ -1,6 +1,5 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// DirectNVM ABI, part of abi.rs (`include!`d there; same rules: core only, no inner attributes,
-// a doc comment on every public item). The test mailbox of the fake HDU device (QEMU board only).
+//! The test mailbox of the fake HDU device (QEMU board only).
 
 // ----------------------------------------------------------------------------------------------
 // Test mailbox of the fake HDU device (QEMU board only; absent on hardware). One 4 KiB page a

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * directnvm.ko's C shim: the shared helpers (kshim.c) and the sysfs attribute table of
- * /sys/class/misc/directnvm/. Values come from DevNode::show in directnvm_main.rs, by name.
+ * /sys/class/misc/directnvm/. Values come from DevNode::show in directnvm_drv/mod.rs, by name.
  */
-#include "kshim.c" /* userspace/abi/kernel/, shared by both modules */
+#include "kshim.c" /* kernel/kshim.c, shared by both modules */
 #include <linux/sysfs.h>
 
 DNVM_SHOW_ATTR(cores);

@@ -20,28 +20,13 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-/// The unsafe shim (shared with hdu.ko, which uses other parts of it).
-#[allow(dead_code)]
-#[path = "../userspace/abi/kernel/kshim.rs"]
-mod kshim;
-
-/// The shared ABI (register offsets, ioctl structs), included from userspace/abi/src/abi.rs.
-#[allow(dead_code, unreachable_pub)]
-mod abi {
-    include!("../userspace/abi/src/abi.rs");
-}
-
-/// Carve-out partitioning (shared with userspace's in-process backend).
-#[allow(dead_code, unreachable_pub)]
-mod layout;
-
-/// NVMe controller bring-up: the protocol crate's (userspace/abi/src/bringup.rs), shared with the
+/// NVMe controller bring-up: the protocol crate's (kernel/abi/bringup.rs), shared with the
 /// test hosts over the controller model.
-use abi::bringup as nvme;
+use crate::abi::bringup as nvme;
 
-use abi::*;
-use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow, WcMap};
-use layout::{Layout, LayoutParams};
+use crate::abi::layout::{Layout, LayoutParams};
+use crate::abi::{self, *};
+use crate::kshim::{self, Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow, WcMap};
 
 /// debugfs `directnvm/`.
 mod debugfs;
@@ -229,7 +214,7 @@ struct DnvmData {
     node: DevNode,
 }
 
-struct DnvmDriver;
+pub(crate) struct DnvmDriver;
 
 kshim::of_device_table!(
     OF_TABLE,
@@ -388,12 +373,4 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         let _ = shared.controller_init(&mut st);
     }
     Ok(shared)
-}
-
-kernel::module_platform_driver! {
-    type: DnvmDriver,
-    name: "directnvm",
-    authors: ["DirectNVM-rs developers"],
-    description: "DirectNVM reserved-memory and queue manager",
-    license: "GPL",
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
- * hdu.ko's C shim: the shared helpers (the source exists once, in userspace/abi/kernel/kshim.c) and the
- * sysfs attribute table of /sys/class/misc/hduN/. Values come from hdu_main.rs (HduShared::show).
+ * hdu.ko's C shim: the shared helpers (the source exists once, in kernel/kshim.c) and the
+ * sysfs attribute table of /sys/class/misc/hduN/. Values come from hdu_drv/mod.rs (HduShared::show).
  */
-#include "kshim.c" /* userspace/abi/kernel/, shared by both modules */
+#include "kshim.c" /* kernel/kshim.c, shared by both modules */
 #include <linux/sysfs.h>
 
-/* The values come from HduShared::show in hdu_main.rs, matched by name. */
+/* The values come from HduShared::show in hdu_drv/mod.rs, matched by name. */
 DNVM_SHOW_ATTR(index);
 DNVM_SHOW_ATTR(revision);
 DNVM_SHOW_ATTR(engines);

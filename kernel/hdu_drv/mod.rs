@@ -4,7 +4,7 @@
 //! Each `compatible = "directnvm,hdu"` node gets `/dev/hduN` (N from `directnvm,index`).
 //! Userspace maps the 4 KiB user register page (START/NREQS/REQBUF/DONE...) and drives the
 //! engine without syscalls; the kernel keeps the privileged page (rev 2: reset, DMA window).
-//! Register map: docs/hardware.md; numbers: userspace/abi/src/abi.rs.
+//! Register map: docs/hardware.md; numbers: kernel/abi/hdu.rs and kernel/abi/ioctl.rs.
 
 use kernel::{
     bindings, c_str,
@@ -20,19 +20,8 @@ use kernel::{
     uaccess::{UserPtr, UserSlice},
 };
 
-/// The unsafe shim shared with directnvm.ko (hdu.ko uses part of it).
-#[allow(dead_code)]
-#[path = "../userspace/abi/kernel/kshim.rs"]
-mod kshim;
-
-/// The shared ABI (register offsets, ioctl structs), included from userspace/abi/src/abi.rs.
-#[allow(dead_code, unreachable_pub)]
-mod abi {
-    include!("../userspace/abi/src/abi.rs");
-}
-
-use abi::*;
-use kshim::{Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow};
+use crate::abi::*;
+use crate::kshim::{self, Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow};
 
 const USER_SIZE: usize = HDU_USER_REGS_SIZE;
 const PRIV_SIZE: usize = HDU_PRIV_REGS_SIZE;
@@ -409,7 +398,7 @@ struct HduData {
     node: DevNode,
 }
 
-struct HduDriver;
+pub(crate) struct HduDriver;
 
 kshim::of_device_table!(
     OF_TABLE,
@@ -545,38 +534,6 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
         dma_limit
     );
     Ok(shared)
-}
-
-#[cfg(not(dnvm_pre_7_3))]
-kernel::module_platform_driver! {
-    type: HduDriver,
-    name: "hdu",
-    authors: ["DirectNVM-rs developers"],
-    description: "DirectNVM Hardware Dispatch Unit driver",
-    license: "GPL",
-    params: {
-        shared_readonly: bool {
-            default: false,
-            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
-        },
-    },
-}
-
-// The same module for kernels before 7.3, whose kernel crate has no `bool` parameters: there
-// `shared_readonly` is a byte (0 or 1; `shared_readonly=1` works on both). Keep the two in step.
-#[cfg(dnvm_pre_7_3)]
-kernel::module_platform_driver! {
-    type: HduDriver,
-    name: "hdu",
-    authors: ["DirectNVM-rs developers"],
-    description: "DirectNVM Hardware Dispatch Unit driver",
-    license: "GPL",
-    params: {
-        shared_readonly: u8 {
-            default: 0,
-            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
-        },
-    },
 }
 
 #[cfg(CONFIG_KUNIT = "y")]

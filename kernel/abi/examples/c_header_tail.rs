@@ -7,7 +7,7 @@ use core::mem::size_of;
 use directnvm_abi::*;
 
 fn main() {
-    println!("/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/ioctl.rs */");
+    println!("/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in kernel/abi/ioctl.rs */");
     for (name, nr) in DNVM_IOCTLS {
         println!("#define {name} 0x{nr:08x}u");
     }

@@ -1,4 +1,4 @@
-/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */
+/* Generated from kernel/abi (directnvm-abi) by scripts/gen-headers.sh. Do not edit. */
 /* SPDX-License-Identifier: MIT OR Apache-2.0 */
 /*
  * DirectNVM kernel ABI: the ioctls, structs and mmap layout of /dev/directnvm and /dev/hduN,
@@ -980,7 +980,7 @@ struct hdu_caps {
 
 
 
-/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in userspace/abi/src/ioctl.rs */
+/* ioctl numbers (asm-generic encoding), from DNVM_IOCTLS in kernel/abi/ioctl.rs */
 #define DNVM_IOC_GET_INFO 0x8088db01u
 #define DNVM_IOC_GET_LAYOUT 0x83f0db02u
 #define DNVM_IOC_CLAIM 0x4008db03u

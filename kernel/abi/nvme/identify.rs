@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
-// Identify data of NVMe 1.3, `include!`d by nvme.rs (module `nvme`): the one encoding of the
-// Identify Controller / Namespace fields the bring-up reads and the controller model writes.
+//! Identify data of NVMe 1.3 (re-exported by `nvme`): the one encoding of the Identify
+//! Controller / Namespace fields the bring-up reads and the controller model writes.
+
+use super::VS_1_3;
 
 // ----------------------------------------------------------------------------------------------
 // Identify data (§5.15): Identify Controller (CNS 01h), Namespace (CNS 00h), NS list (CNS 02h)
