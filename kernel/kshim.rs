@@ -2,9 +2,10 @@
 //! The one place with `unsafe` in the DirectNVM kernel modules (`directnvm.ko` and `hdu.ko` both
 //! compile this file as their `kshim` module).
 //!
-//! It wraps the C helpers of `kshim.c` (reserved memory, `pgprot_*`, the
-//! map-on-fault vm_operations, `memremap`, `unmap_mapping_range`) and the two kernel-crate internals that Linux 7.3 keeps
-//! private (the raw `struct device *` and `vm_pgoff`). Everything it returns is safe to use.
+//! It wraps the C helpers of `kshim.c` (reserved memory, `pgprot_*`, the map-on-fault
+//! vm_operations, `memremap`, `unmap_mapping_range`) and the two kernel-crate internals that
+//! Linux 7.3 keeps private (the raw `struct device *` and `vm_pgoff`). Everything it returns is
+//! safe to use.
 
 use core::ffi::{c_int, c_uint, c_ulong, c_void};
 use core::ptr::NonNull;
@@ -24,7 +25,12 @@ extern "C" {
     fn dnvm_shim_rmem(dev: *mut c_void, idx: c_uint, out: *mut RawRmem) -> c_int;
     fn dnvm_shim_vm_on_fault(vma: *mut c_void, mode: c_uint) -> c_int;
     fn dnvm_shim_fault_pgoff(vmf: *mut c_void) -> u64;
-    fn dnvm_shim_fault_insert(vmf: *mut c_void, phys: bindings::phys_addr_t, npages: c_ulong, ret: *mut c_uint);
+    fn dnvm_shim_fault_insert(
+        vmf: *mut c_void,
+        phys: bindings::phys_addr_t,
+        npages: c_ulong,
+        ret: *mut c_uint,
+    );
     fn dnvm_shim_memremap_wc(phys: bindings::phys_addr_t, size: usize) -> *mut c_void;
     fn dnvm_shim_memunmap(addr: *mut c_void);
     fn dnvm_shim_zap_mapping(mapping: *mut c_void, start: u64, len: u64);
@@ -93,12 +99,23 @@ pub(crate) struct Carveout {
 
 /// Look up `memory-region` entry `idx` of `dev`.
 pub(crate) fn carveout(dev: &device::Device<device::Bound>, idx: u32) -> Result<Carveout> {
-    let mut raw = RawRmem { base: 0, size: 0, no_map: 0, reserved: 0 };
+    let mut raw = RawRmem {
+        base: 0,
+        size: 0,
+        no_map: 0,
+        reserved: 0,
+    };
     // SAFETY: `raw_dev` gives a valid `struct device *` for the lifetime of `dev`; `raw` is a
     // valid, writable `struct dnvm_shim_rmem` (same repr(C) layout as kshim.h).
     let ret = unsafe { dnvm_shim_rmem(raw_dev(dev).cast(), idx, &mut raw) };
     kernel::error::to_result(ret)?;
-    Ok(Carveout { window: PhysWindow { base: raw.base, size: raw.size }, no_map: raw.no_map != 0 })
+    Ok(Carveout {
+        window: PhysWindow {
+            base: raw.base,
+            size: raw.size,
+        },
+        no_map: raw.no_map != 0,
+    })
 }
 
 /// Memory type of a user mapping (values match `DNVM_SHIM_MAP_*` in kshim.h).
@@ -177,7 +194,12 @@ macro_rules! vm_fault_handler {
             // raw pointer). The VMA holds a reference to the file, so the box is freed only
             // after the fault returns. Only this module's VMAs use the shim's vm_operations.
             // `vmf` and `ret` are the live fault and its result slot, for this call only.
-            let (file, fault) = unsafe { (&*private.cast::<$file>(), $crate::kshim::Fault::new(vmf, ret)) };
+            let (file, fault) = unsafe {
+                (
+                    &*private.cast::<$file>(),
+                    $crate::kshim::Fault::new(vmf, ret),
+                )
+            };
             <$file>::fault(file, &fault);
         }
     };
@@ -300,7 +322,8 @@ impl FileMapping {
 pub(crate) use kernel::io::mem::DevresIoMem;
 /// See above.
 #[cfg(dnvm_pre_7_3)]
-pub(crate) type DevresIoMem<const SIZE: usize> = kernel::devres::Devres<kernel::io::mem::IoMem<'static, SIZE>>;
+pub(crate) type DevresIoMem<const SIZE: usize> =
+    kernel::devres::Devres<kernel::io::mem::IoMem<'static, SIZE>>;
 
 /// `EOPNOTSUPP` (the kernel crate of 7.2 has no constant for it).
 pub(crate) fn eopnotsupp() -> Error {
@@ -358,7 +381,9 @@ impl ParamFlag for &u8 {
 /// `MiscDeviceRegistration` itself does from 7.3 on (it sets `file_operations.owner`). Before
 /// 7.3 the owner is NULL: rmmod would succeed with a file open and the file's next call would
 /// run freed code. Call it right after registration; `check_open` closes the window.
-pub(crate) fn misc_set_owner<T: kernel::miscdevice::MiscDevice>(misc: &kernel::miscdevice::MiscDeviceRegistration<T>) {
+pub(crate) fn misc_set_owner<T: kernel::miscdevice::MiscDevice>(
+    misc: &kernel::miscdevice::MiscDeviceRegistration<T>,
+) {
     #[cfg(dnvm_pre_7_3)]
     {
         let p = core::ptr::from_ref(misc).cast_mut().cast::<c_void>();
@@ -394,7 +419,16 @@ macro_rules! abi_pod {
         unsafe impl kernel::transmute::AsBytes for crate::abi::ioctl::$t {}
     )*};
 }
-abi_pod!(DnvmInfo, DnvmRegion, DnvmLayout, DnvmClaim, DnvmArbitration, DnvmStats, HduInfo, HduStats);
+abi_pod!(
+    DnvmInfo,
+    DnvmRegion,
+    DnvmLayout,
+    DnvmClaim,
+    DnvmArbitration,
+    DnvmStats,
+    HduInfo,
+    HduStats
+);
 
 /// Implement `$node::from_registration`, which recovers the pinned `$node` that embeds the misc
 /// registration in field `$field`, as `open` and sysfs callbacks need.

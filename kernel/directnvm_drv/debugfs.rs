@@ -26,9 +26,26 @@ fn debugfs_layout(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             _ => "none",
         };
         if r.core == DNVM_NO_CORE {
-            writeln!(f, "{} - {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.offset, r.phys, r.size, cache)?;
+            writeln!(
+                f,
+                "{} - {:#x} {:#x} {:#x} {}",
+                kind_name(r.kind),
+                r.offset,
+                r.phys,
+                r.size,
+                cache
+            )?;
         } else {
-            writeln!(f, "{} {} {:#x} {:#x} {:#x} {}", kind_name(r.kind), r.core, r.offset, r.phys, r.size, cache)?;
+            writeln!(
+                f,
+                "{} {} {:#x} {:#x} {:#x} {}",
+                kind_name(r.kind),
+                r.core,
+                r.offset,
+                r.phys,
+                r.size,
+                cache
+            )?;
         }
     }
     Ok(())
@@ -37,7 +54,10 @@ fn debugfs_layout(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
 /// debugfs `directnvm/claims`: `core N free` or `core N file ID` per core, then the flags.
 fn debugfs_claims(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
     let st = sh.state.lock();
-    for (i, &owner) in st.claims[..sh.layout.params.cores as usize].iter().enumerate() {
+    for (i, &owner) in st.claims[..sh.layout.params.cores as usize]
+        .iter()
+        .enumerate()
+    {
         if owner == 0 {
             writeln!(f, "core {i} free")?;
         } else {
@@ -57,11 +77,19 @@ fn debugfs_admin_log(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Resul
             None => writeln!(f, "# controller not up"),
         };
     };
-    writeln!(f, "# commands {} errors {}; seq opcode cid cdw10 status", c.commands, c.errors)?;
+    writeln!(
+        f,
+        "# commands {} errors {}; seq opcode cid cdw10 status",
+        c.commands, c.errors
+    )?;
     let n = nvme::LOG_ENTRIES as u64;
     for seq in c.commands.saturating_sub(n)..c.commands {
         let e = c.log[(seq % n) as usize];
-        writeln!(f, "{seq} {:#04x} {} {:#010x} {:#06x}", e.opcode, e.cid, e.cdw10, e.status)?;
+        writeln!(
+            f,
+            "{seq} {:#04x} {} {:#010x} {:#06x}",
+            e.opcode, e.cid, e.cdw10, e.status
+        )?;
     }
     Ok(())
 }
@@ -73,8 +101,17 @@ fn debugfs_registers(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Resul
     let rd64 = |off: usize| -> Option<u64> {
         Some(h.rd32(off).ok()? as u64 | (h.rd32(off + 4).ok()? as u64) << 32)
     };
-    let regs64 = [("CAP", abi::nvme::reg::CAP), ("ASQ", abi::nvme::reg::ASQ), ("ACQ", abi::nvme::reg::ACQ)];
-    let regs32 = [("VS", abi::nvme::reg::VS), ("CC", abi::nvme::reg::CC), ("CSTS", abi::nvme::reg::CSTS), ("AQA", abi::nvme::reg::AQA)];
+    let regs64 = [
+        ("CAP", abi::nvme::reg::CAP),
+        ("ASQ", abi::nvme::reg::ASQ),
+        ("ACQ", abi::nvme::reg::ACQ),
+    ];
+    let regs32 = [
+        ("VS", abi::nvme::reg::VS),
+        ("CC", abi::nvme::reg::CC),
+        ("CSTS", abi::nvme::reg::CSTS),
+        ("AQA", abi::nvme::reg::AQA),
+    ];
     for (name, off) in regs64 {
         match rd64(off) {
             Some(v) => writeln!(f, "{name} {v:#018x}")?,

@@ -56,7 +56,10 @@ impl DnvmFile {
             st.owner_maps[core] = None;
             if let Some(m) = &self.mapping {
                 let r = sh.layout.cores[core];
-                m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
+                m.zap(
+                    r.staging.offset,
+                    r.staging.size + r.status.size + r.data.size,
+                );
             }
         }
         Ok(())
@@ -68,9 +71,13 @@ impl DnvmFile {
     fn fault(&self, f: &kshim::Fault) {
         let sh = &self.shared;
         let page = kernel::page::PAGE_SIZE as u64;
-        let Some(offset) = f.pgoff().checked_mul(page) else { return };
+        let Some(offset) = f.pgoff().checked_mul(page) else {
+            return;
+        };
         let st = sh.state.lock();
-        let Some(region) = sh.layout.find_user_region(offset, page) else { return };
+        let Some(region) = sh.layout.find_user_region(offset, page) else {
+            return;
+        };
         if st.gone || st.claims[region.core as usize] != self.id {
             return;
         }
@@ -99,13 +106,22 @@ impl MiscDevice for DnvmFile {
             st.next_file += 1;
             st.next_file
         };
-        Ok(KBox::new(DnvmFile { shared, id, mapping: FileMapping::of(file) }, GFP_KERNEL)?)
+        Ok(KBox::new(
+            DnvmFile {
+                shared,
+                id,
+                mapping: FileMapping::of(file),
+            },
+            GFP_KERNEL,
+        )?)
     }
 
     fn mmap(me: &DnvmFile, _file: &File, vma: &VmaNew) -> Result {
         let sh = &me.shared;
         let page = kernel::page::PAGE_SIZE as u64;
-        let offset = (kshim::vma_pgoff(vma) as u64).checked_mul(page).ok_or(EINVAL)?;
+        let offset = (kshim::vma_pgoff(vma) as u64)
+            .checked_mul(page)
+            .ok_or(EINVAL)?;
         let len = (vma.end() - vma.start()) as u64;
         if vma.flags() & vmflags::SHARED == 0 {
             return Err(EINVAL);
@@ -135,20 +151,29 @@ impl MiscDevice for DnvmFile {
         let sh = &me.shared;
         let user = UserPtr::from_addr(arg);
         let c = decode_ioctl(cmd)?;
-        if needs_write(c) && file.flags() & kernel::fs::file::flags::O_ACCMODE == kernel::fs::file::flags::O_RDONLY {
+        if needs_write(c)
+            && file.flags() & kernel::fs::file::flags::O_ACCMODE
+                == kernel::fs::file::flags::O_RDONLY
+        {
             return Err(EBADF);
         }
         match c {
             Cmd::GetInfo => {
                 let info = sh.info(&sh.state.lock());
-                UserSlice::new(user, core::mem::size_of::<DnvmInfo>()).writer().write(&info)?;
+                UserSlice::new(user, core::mem::size_of::<DnvmInfo>())
+                    .writer()
+                    .write(&info)?;
             }
             Cmd::GetLayout => {
                 let l = sh.layout.to_abi();
-                UserSlice::new(user, core::mem::size_of::<DnvmLayout>()).writer().write(&l)?;
+                UserSlice::new(user, core::mem::size_of::<DnvmLayout>())
+                    .writer()
+                    .write(&l)?;
             }
             c @ (Cmd::Claim | Cmd::Release) => {
-                let a: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>()).reader().read()?;
+                let a: DnvmClaim = UserSlice::new(user, core::mem::size_of::<DnvmClaim>())
+                    .reader()
+                    .read()?;
                 me.claim(&a, c == Cmd::Claim)?;
             }
             Cmd::ControllerInit => {
@@ -160,7 +185,9 @@ impl MiscDevice for DnvmFile {
             }
             Cmd::SetArbitration => {
                 let a: DnvmArbitration =
-                    UserSlice::new(user, core::mem::size_of::<DnvmArbitration>()).reader().read()?;
+                    UserSlice::new(user, core::mem::size_of::<DnvmArbitration>())
+                        .reader()
+                        .read()?;
                 validate_arbitration(&a)?;
                 let mut st = sh.state.lock();
                 let c = st.ctrl.ctrl.as_mut().ok_or(ENODEV)?;
@@ -179,7 +206,9 @@ impl MiscDevice for DnvmFile {
                     s.admin_errors += c.errors;
                 }
                 drop(st);
-                UserSlice::new(user, core::mem::size_of::<DnvmStats>()).writer().write(&s)?;
+                UserSlice::new(user, core::mem::size_of::<DnvmStats>())
+                    .writer()
+                    .write(&s)?;
             }
         }
         Ok(0)

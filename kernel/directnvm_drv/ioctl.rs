@@ -31,7 +31,8 @@ pub(crate) fn decode_ioctl(cmd: u32) -> Result<Cmd> {
         DNVM_IOC_SET_ARBITRATION => Cmd::SetArbitration,
         DNVM_IOC_GET_STATS => Cmd::GetStats,
         _ => {
-            let known = dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
+            let known =
+                dnvm_ioc_type(cmd) == DNVM_IOC_MAGIC && KNOWN_NRS.contains(&dnvm_ioc_nr(cmd));
             return Err(if known { EINVAL } else { ENOTTY });
         }
     })
@@ -57,7 +58,10 @@ pub(crate) fn validate_arbitration(a: &DnvmArbitration) -> Result {
 /// Commands that change device state need a file opened for writing (EBADF otherwise, like
 /// write(2) on a read-only descriptor); read-only opens keep GET_INFO, GET_LAYOUT, GET_STATS.
 pub(crate) fn needs_write(c: Cmd) -> bool {
-    matches!(c, Cmd::Claim | Cmd::Release | Cmd::ControllerInit | Cmd::SetArbitration)
+    matches!(
+        c,
+        Cmd::Claim | Cmd::Release | Cmd::ControllerInit | Cmd::SetArbitration
+    )
 }
 
 #[cfg(CONFIG_KUNIT = "y")]
@@ -71,23 +75,56 @@ mod tests {
         assert_eq!(decode_ioctl(DNVM_IOC_GET_LAYOUT), Ok(Cmd::GetLayout));
         assert_eq!(decode_ioctl(DNVM_IOC_CLAIM), Ok(Cmd::Claim));
         assert_eq!(decode_ioctl(DNVM_IOC_RELEASE), Ok(Cmd::Release));
-        assert_eq!(decode_ioctl(DNVM_IOC_CONTROLLER_INIT), Ok(Cmd::ControllerInit));
-        assert_eq!(decode_ioctl(DNVM_IOC_SET_ARBITRATION), Ok(Cmd::SetArbitration));
+        assert_eq!(
+            decode_ioctl(DNVM_IOC_CONTROLLER_INIT),
+            Ok(Cmd::ControllerInit)
+        );
+        assert_eq!(
+            decode_ioctl(DNVM_IOC_SET_ARBITRATION),
+            Ok(Cmd::SetArbitration)
+        );
         assert_eq!(decode_ioctl(DNVM_IOC_GET_STATS), Ok(Cmd::GetStats));
     }
 
     #[test]
     fn wrong_size_or_direction_is_einval_unknown_is_enotty() {
         let info = core::mem::size_of::<DnvmInfo>();
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8)), Err(EINVAL));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8)), Err(ENOTTY));
-        assert_eq!(decode_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info)), Err(ENOTTY));
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8)),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8)),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info)),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4)),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8)),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8)),
+            Err(ENOTTY)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8)),
+            Err(ENOTTY)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8)),
+            Err(ENOTTY)
+        );
+        assert_eq!(
+            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info)),
+            Err(ENOTTY)
+        );
         assert_eq!(decode_ioctl(0), Err(ENOTTY));
     }
 
@@ -95,19 +132,77 @@ mod tests {
     fn claim_arguments() {
         assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 0 }, 4), Ok(0));
         assert_eq!(validate_claim(&DnvmClaim { core: 3, flags: 0 }, 4), Ok(3));
-        assert_eq!(validate_claim(&DnvmClaim { core: 4, flags: 0 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: u32::MAX, flags: 0 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 1 }, 4), Err(EINVAL));
-        assert_eq!(validate_claim(&DnvmClaim { core: 8, flags: 0 }, 9), Err(EINVAL));
+        assert_eq!(
+            validate_claim(&DnvmClaim { core: 4, flags: 0 }, 4),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_claim(
+                &DnvmClaim {
+                    core: u32::MAX,
+                    flags: 0
+                },
+                4
+            ),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_claim(&DnvmClaim { core: 0, flags: 1 }, 4),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_claim(&DnvmClaim { core: 8, flags: 0 }, 9),
+            Err(EINVAL)
+        );
     }
 
     #[test]
     fn arbitration_arguments() {
         assert_eq!(validate_arbitration(&nvme::DEFAULT_ARBITRATION), Ok(()));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 7, high: 255, medium: 255, low: 255 }), Ok(()));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 8, high: 0, medium: 0, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 256, medium: 0, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 256, low: 0 }), Err(EINVAL));
-        assert_eq!(validate_arbitration(&DnvmArbitration { burst: 0, high: 0, medium: 0, low: u32::MAX }), Err(EINVAL));
+        assert_eq!(
+            validate_arbitration(&DnvmArbitration {
+                burst: 7,
+                high: 255,
+                medium: 255,
+                low: 255
+            }),
+            Ok(())
+        );
+        assert_eq!(
+            validate_arbitration(&DnvmArbitration {
+                burst: 8,
+                high: 0,
+                medium: 0,
+                low: 0
+            }),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_arbitration(&DnvmArbitration {
+                burst: 0,
+                high: 256,
+                medium: 0,
+                low: 0
+            }),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_arbitration(&DnvmArbitration {
+                burst: 0,
+                high: 0,
+                medium: 256,
+                low: 0
+            }),
+            Err(EINVAL)
+        );
+        assert_eq!(
+            validate_arbitration(&DnvmArbitration {
+                burst: 0,
+                high: 0,
+                medium: 0,
+                low: u32::MAX
+            }),
+            Err(EINVAL)
+        );
     }
 }

@@ -89,13 +89,21 @@ impl nvme::NvmeHost for Host<'_> {
     }
     fn wr32(&self, off: usize, val: u32) -> Result<(), nvme::NvmeError> {
         let bar = self.sh.bar.try_access().ok_or(nvme::NvmeError::Bus)?;
-        (&*bar).try_write32(val, off).map_err(|_| nvme::NvmeError::Bus)
+        (&*bar)
+            .try_write32(val, off)
+            .map_err(|_| nvme::NvmeError::Bus)
     }
     fn mem_read(&self, off: usize, buf: &mut [u8]) -> Result<(), nvme::NvmeError> {
-        self.sh.admin.read_bytes(off, buf).map_err(|_| nvme::NvmeError::Bus)
+        self.sh
+            .admin
+            .read_bytes(off, buf)
+            .map_err(|_| nvme::NvmeError::Bus)
     }
     fn mem_write(&self, off: usize, buf: &[u8]) -> Result<(), nvme::NvmeError> {
-        self.sh.admin.write_bytes(off, buf).map_err(|_| nvme::NvmeError::Bus)
+        self.sh
+            .admin
+            .write_bytes(off, buf)
+            .map_err(|_| nvme::NvmeError::Bus)
     }
     fn mem_bus(&self) -> u64 {
         self.sh.layout.admin.phys
@@ -113,8 +121,13 @@ fn nvme_errno(e: nvme::NvmeError) -> Error {
         nvme::NvmeError::NoController => ENODEV,
         nvme::NvmeError::Bus => ENXIO,
         nvme::NvmeError::Timeout(_) => ETIMEDOUT,
-        nvme::NvmeError::Fatal | nvme::NvmeError::Lost | nvme::NvmeError::BadCompletion | nvme::NvmeError::Status { .. } => EIO,
-        nvme::NvmeError::BadLbaFormat | nvme::NvmeError::TooFewQueues(_) | nvme::NvmeError::BadConfig(_) => EINVAL,
+        nvme::NvmeError::Fatal
+        | nvme::NvmeError::Lost
+        | nvme::NvmeError::BadCompletion
+        | nvme::NvmeError::Status { .. } => EIO,
+        nvme::NvmeError::BadLbaFormat
+        | nvme::NvmeError::TooFewQueues(_)
+        | nvme::NvmeError::BadConfig(_) => EINVAL,
     }
 }
 
@@ -138,7 +151,11 @@ impl Shared {
                     c.capacity_lbas,
                     c.lba_size,
                     c.io_queues,
-                    if c.wrr { "weighted round robin" } else { "round robin (CAP.AMS has no WRR)" }
+                    if c.wrr {
+                        "weighted round robin"
+                    } else {
+                        "round robin (CAP.AMS has no WRR)"
+                    }
                 );
                 st.ctrl.ctrl = Some(c);
                 st.ctrl.last_error = None;
@@ -190,7 +207,11 @@ impl DevNode {
             b"cores" => writeln!(f, "{}", p.cores),
             b"engines" => writeln!(f, "{}", p.engines),
             b"ready" => writeln!(f, "{}", st.ctrl.ctrl.is_some() as u32),
-            b"capacity_lbas" => writeln!(f, "{}", st.ctrl.ctrl.as_ref().map_or(0, |c| c.capacity_lbas)),
+            b"capacity_lbas" => writeln!(
+                f,
+                "{}",
+                st.ctrl.ctrl.as_ref().map_or(0, |c| c.capacity_lbas)
+            ),
             b"carveout" => writeln!(f, "{:#x}+{:#x}", sh.carve.base, sh.carve.size),
             b"claimed" => writeln!(f, "{:#x}", claimed_mask(&st)),
             b"last_error" => match st.ctrl.last_error {
@@ -204,7 +225,11 @@ impl DevNode {
 }
 
 fn claimed_mask(st: &DevState) -> u64 {
-    st.claims.iter().enumerate().filter(|(_, &o)| o != 0).fold(0, |m, (i, _)| m | 1 << i)
+    st.claims
+        .iter()
+        .enumerate()
+        .filter(|(_, &o)| o != 0)
+        .fold(0, |m, (i, _)| m | 1 << i)
 }
 
 /// Platform driver data.
@@ -240,7 +265,9 @@ impl platform::Driver for DnvmDriver {
                 try_pin_init!(DevNode {
                     shared: sh.clone(),
                     debugfs <- Scope::dir(sh, c_str!("directnvm"), debugfs_files),
-                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions { name: c_str!("directnvm") }),
+                    reg <- MiscDeviceRegistration::register(MiscDeviceOptions {
+                        name: c_str!("directnvm"),
+                    }),
                 })
             },
         })
@@ -259,7 +286,10 @@ impl platform::Driver for DnvmDriver {
         for core in 0..DNVM_MAX_CORES {
             if let Some(m) = st.owner_maps[core].take() {
                 let r = sh.layout.cores[core];
-                m.zap(r.staging.offset, r.staging.size + r.status.size + r.data.size);
+                m.zap(
+                    r.staging.offset,
+                    r.staging.size + r.status.size + r.data.size,
+                );
             }
         }
         if let Some(mut c) = st.ctrl.ctrl.take() {
@@ -280,9 +310,15 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
     let dev: &device::Device<device::Bound> = pdev.as_ref();
     let fw = dev.fwnode().ok_or(ENODEV)?;
     let cores: u32 = fw.property_read(DT_PROP_CORES).required_by(dev)?;
-    let engines: u32 = fw.property_read(DT_PROP_ENGINES_PER_HDU).or(DT_DEFAULT_ENGINES_PER_HDU);
-    let staging_entries: u32 = fw.property_read(DT_PROP_STAGING_ENTRIES).or(DT_DEFAULT_STAGING_ENTRIES);
-    let io_queue_depth: u32 = fw.property_read(DT_PROP_IO_QUEUE_DEPTH).or(DT_DEFAULT_IO_QUEUE_DEPTH);
+    let engines: u32 = fw
+        .property_read(DT_PROP_ENGINES_PER_HDU)
+        .or(DT_DEFAULT_ENGINES_PER_HDU);
+    let staging_entries: u32 = fw
+        .property_read(DT_PROP_STAGING_ENTRIES)
+        .or(DT_DEFAULT_STAGING_ENTRIES);
+    let io_queue_depth: u32 = fw
+        .property_read(DT_PROP_IO_QUEUE_DEPTH)
+        .or(DT_DEFAULT_IO_QUEUE_DEPTH);
     let data_size: u32 = fw.property_read(DT_PROP_DATA_BUFFER_SIZE).or(0);
     let coherent = fw.property_read_bool(c_str!("dma-coherent"));
     let (qbase, qsize) = read_u64_pair(dev, DT_PROP_QUEUE_WINDOW)?;
@@ -295,10 +331,19 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
     if fw.property_present(DT_PROP_DMA_WINDOW) {
         let (dbase, dsize) = read_u64_pair(dev, DT_PROP_DMA_WINDOW)?;
         let inside = c.window.base >= dbase
-            && c.window.base.checked_add(c.window.size).is_some_and(|e| e <= dbase.saturating_add(dsize));
+            && c.window
+                .base
+                .checked_add(c.window.size)
+                .is_some_and(|e| e <= dbase.saturating_add(dsize));
         if !inside {
-            dev_err!(dev, "carve-out {:#x}+{:#x} is outside the engines' DMA window {:#x}+{:#x}\n",
-                c.window.base, c.window.size, dbase, dsize);
+            dev_err!(
+                dev,
+                "carve-out {:#x}+{:#x} is outside the engines' DMA window {:#x}+{:#x}\n",
+                c.window.base,
+                c.window.size,
+                dbase,
+                dsize
+            );
             return Err(EINVAL);
         }
     }
@@ -313,14 +358,33 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         coherent,
     };
     let layout = Layout::compute(params).map_err(|e| {
-        dev_err!(dev, "carve-out {:#x}+{:#x} cannot hold the configuration: {:?}\n", c.window.base, c.window.size, e);
+        dev_err!(
+            dev,
+            "carve-out {:#x}+{:#x} cannot hold the configuration: {:?}\n",
+            c.window.base,
+            c.window.size,
+            e
+        );
         EINVAL
     })?;
     let carve_claim = PhysClaim::new(c.window, c_str!("directnvm-carveout"))?;
     let res = pdev.resource_by_index(0).ok_or(ENODEV)?;
-    let bar_claim = PhysClaim::new(PhysWindow { base: res.start(), size: res.size() }, c_str!("directnvm-nvme"))?;
-    let admin = WcMap::new(PhysWindow { base: layout.admin.phys, size: layout.admin.size })?;
-    let bar = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<BAR_SIZE>()?.into_devres()?;
+    let bar_claim = PhysClaim::new(
+        PhysWindow {
+            base: res.start(),
+            size: res.size(),
+        },
+        c_str!("directnvm-nvme"),
+    )?;
+    let admin = WcMap::new(PhysWindow {
+        base: layout.admin.phys,
+        size: layout.admin.size,
+    })?;
+    let bar = pdev
+        .io_request_by_index(0)
+        .ok_or(ENODEV)?
+        .iomap_sized::<BAR_SIZE>()?
+        .into_devres()?;
     let page = kernel::page::PAGE_SIZE;
     let cfg = nvme::Config {
         cores,

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: GPL-2.0-only
 /*
  * hdu.ko's C shim: the shared helpers (the source exists once, in kernel/kshim.c) and the
- * sysfs attribute table of /sys/class/misc/hduN/. Values come from hdu_drv/mod.rs (HduShared::show).
+ * sysfs attribute table of /sys/class/misc/hduN/. Values come from hdu_drv/mod.rs
+ * (HduShared::show).
  */
 #include "kshim.c" /* kernel/kshim.c, shared by both modules */
 #include <linux/sysfs.h>

@@ -127,7 +127,10 @@ impl HduShared {
 
     /// One access to the privileged page. The Devres guard is an RCU read-side section, so it
     /// is taken per access and never held across a sleep or a mutex.
-    fn with_priv<R>(&self, f: impl FnOnce(&kernel::io::mem::IoMem<'_, PRIV_SIZE>) -> Result<R>) -> Result<R> {
+    fn with_priv<R>(
+        &self,
+        f: impl FnOnce(&kernel::io::mem::IoMem<'_, PRIV_SIZE>) -> Result<R>,
+    ) -> Result<R> {
         let pr = self.priv_regs.as_ref().ok_or_else(kshim::eopnotsupp)?;
         let guard = pr.try_access().ok_or(ENODEV)?;
         f(&guard)
@@ -147,11 +150,18 @@ impl HduShared {
         self.with_priv(|p| p.try_write64(reset_ctrl(qreset), HduPrivReg::Ctrl.offset()))?;
         let mut waited_us: u64 = 0;
         loop {
-            if reset_finished(self.read_priv(HduPrivReg::Ctrl)?, self.read_priv(HduPrivReg::Status)?) {
+            if reset_finished(
+                self.read_priv(HduPrivReg::Ctrl)?,
+                self.read_priv(HduPrivReg::Status)?,
+            ) {
                 break;
             }
             if waited_us >= RESET_TIMEOUT_US {
-                pr_err!("hdu{}: engine reset did not complete in {} ms\n", self.index, RESET_TIMEOUT_US / 1000);
+                pr_err!(
+                    "hdu{}: engine reset did not complete in {} ms\n",
+                    self.index,
+                    RESET_TIMEOUT_US / 1000
+                );
                 return Err(ETIMEDOUT);
             }
             // Usually done within microseconds; a drain of commands at the SSD takes longer.
@@ -184,10 +194,20 @@ impl HduShared {
     }
 
     fn stats(&self) -> HduStats {
-        let errors = if self.revision.has_status() { self.read_user(HduReg::Errors).unwrap_or(0) } else { 0 };
+        let errors = if self.revision.has_status() {
+            self.read_user(HduReg::Errors).unwrap_or(0)
+        } else {
+            0
+        };
         let done = self.read_user(HduReg::Done).unwrap_or(0);
         let st = self.state.lock();
-        HduStats { opens: st.opens, mmaps: st.mmaps, resets: st.resets, errors, done }
+        HduStats {
+            opens: st.opens,
+            mmaps: st.mmaps,
+            resets: st.resets,
+            errors,
+            done,
+        }
     }
 }
 
@@ -198,8 +218,15 @@ fn debugfs_registers(sh: &Arc<HduShared>, f: &mut fmt::Formatter<'_>) -> fmt::Re
         let st = sh.state.lock();
         (st.owner.is_some(), st.readers)
     };
-    writeln!(f, "# hdu{} rev {} user page {:#x} owner {} readers {}", sh.index, sh.revision.number(), sh.user.base,
-        if owner { "open" } else { "none" }, readers)?;
+    writeln!(
+        f,
+        "# hdu{} rev {} user page {:#x} owner {} readers {}",
+        sh.index,
+        sh.revision.number(),
+        sh.user.base,
+        if owner { "open" } else { "none" },
+        readers
+    )?;
     for reg in HduReg::ALL {
         let (name, off) = (reg.name(), reg.offset());
         match sh.read_user(reg) {
@@ -257,7 +284,11 @@ impl DevNode {
                 writeln!(f, "{s}")
             }
             b"errors" => {
-                let e = if sh.revision.has_status() { sh.read_user(HduReg::Errors)? } else { 0 };
+                let e = if sh.revision.has_status() {
+                    sh.read_user(HduReg::Errors)?
+                } else {
+                    0
+                };
                 writeln!(f, "{e}")
             }
             b"phys_addr" => writeln!(f, "{:#x}", sh.user.base),
@@ -265,7 +296,15 @@ impl DevNode {
                 Some(w) => writeln!(f, "{:#x}-{:#x}", w.base, w.base + w.size),
                 None => writeln!(f, "none"),
             },
-            b"owner" => writeln!(f, "{}", if sh.state.lock().owner.is_some() { "open" } else { "none" }),
+            b"owner" => writeln!(
+                f,
+                "{}",
+                if sh.state.lock().owner.is_some() {
+                    "open"
+                } else {
+                    "none"
+                }
+            ),
             _ => return Err(EINVAL),
         };
         r.map_err(|_| EINVAL)
@@ -289,7 +328,11 @@ impl Drop for HduFile {
         // Release of the exclusive owner: a crashed process must not leave a running batch.
         if self.shared.revision.can_reset() && !self.shared.state.lock().gone {
             if let Err(e) = self.shared.reset_engine(false) {
-                pr_warn!("hdu{}: reset on release failed: {:?}\n", self.shared.index, e);
+                pr_warn!(
+                    "hdu{}: reset on release failed: {:?}\n",
+                    self.shared.index,
+                    e
+                );
             }
         }
         self.shared.state.lock().owner = None;
@@ -318,7 +361,10 @@ impl MiscDevice for HduFile {
     fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
         kshim::check_open(file)?;
         let shared = DevNode::from_registration(misc).shared.clone();
-        let owner = !is_shared_open(file.flags(), kshim::ParamFlag::is_set(crate::module_parameters::shared_readonly.value()));
+        let owner = !is_shared_open(
+            file.flags(),
+            kshim::ParamFlag::is_set(crate::module_parameters::shared_readonly.value()),
+        );
         {
             let mut st = shared.state.lock();
             if st.gone {
@@ -344,7 +390,11 @@ impl MiscDevice for HduFile {
             return Err(EACCES);
         }
         let len = vma.end() - vma.start();
-        check_user_mmap(kshim::vma_pgoff(vma), len, vma.flags() & vmflags::SHARED != 0)?;
+        check_user_mmap(
+            kshim::vma_pgoff(vma),
+            len,
+            vma.flags() & vmflags::SHARED != 0,
+        )?;
         vma.try_clear_mayexec()?;
         vma.set_dontcopy();
         vma.set_dontexpand();
@@ -369,18 +419,24 @@ impl MiscDevice for HduFile {
         match cmd {
             HDU_IOC_GET_INFO => {
                 sh.read_user(HduReg::Done)?; // ENODEV once unbound
-                UserSlice::new(user, core::mem::size_of::<HduInfo>()).writer().write(&sh.info())?;
+                UserSlice::new(user, core::mem::size_of::<HduInfo>())
+                    .writer()
+                    .write(&sh.info())?;
             }
             HDU_IOC_GET_STATS => {
                 sh.read_user(HduReg::Done)?;
-                UserSlice::new(user, core::mem::size_of::<HduStats>()).writer().write(&sh.stats())?;
+                UserSlice::new(user, core::mem::size_of::<HduStats>())
+                    .writer()
+                    .write(&sh.stats())?;
             }
             HDU_IOC_RESET | HDU_IOC_RESET_QUEUES => {
                 if !me.owner {
                     return Err(EPERM);
                 }
                 // State-changing commands need a file opened for writing.
-                if file.flags() & kernel::fs::file::flags::O_ACCMODE == kernel::fs::file::flags::O_RDONLY {
+                if file.flags() & kernel::fs::file::flags::O_ACCMODE
+                    == kernel::fs::file::flags::O_RDONLY
+                {
                     return Err(EBADF);
                 }
                 sh.reset_engine(cmd == HDU_IOC_RESET_QUEUES)?;
@@ -454,44 +510,86 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShar
     let fw = dev.fwnode().ok_or(ENODEV)?;
     let index: u32 = fw.property_read(DT_PROP_INDEX).required_by(dev)?;
     if index as usize >= DNVM_MAX_CORES {
-        dev_err!(dev, "directnvm,index {} out of range (max {})\n", index, DNVM_MAX_CORES - 1);
+        dev_err!(
+            dev,
+            "directnvm,index {} out of range (max {})\n",
+            index,
+            DNVM_MAX_CORES - 1
+        );
         return Err(EINVAL);
     }
     let res = pdev.resource_by_index(0).ok_or(ENODEV)?;
-    let user = PhysWindow { base: res.start(), size: res.size() };
+    let user = PhysWindow {
+        base: res.start(),
+        size: res.size(),
+    };
     if user.size < DNVM_PAGE_SIZE || user.base % DNVM_PAGE_SIZE != 0 {
         dev_err!(dev, "user register page must be a 4 KiB aligned page\n");
         return Err(EINVAL);
     }
     let mut claims = KVec::new();
     claims.push(PhysClaim::new(user, c_str!("directnvm-hdu"))?, GFP_KERNEL)?;
-    let user = PhysWindow { base: user.base, size: DNVM_PAGE_SIZE };
-    let regs = pdev.io_request_by_index(0).ok_or(ENODEV)?.iomap_sized::<USER_SIZE>()?;
+    let user = PhysWindow {
+        base: user.base,
+        size: DNVM_PAGE_SIZE,
+    };
+    let regs = pdev
+        .io_request_by_index(0)
+        .ok_or(ENODEV)?
+        .iomap_sized::<USER_SIZE>()?;
     let id = (&regs).try_read64(HduReg::Id.offset())?;
     let Some(revision) = Revision::from_id(id) else {
-        dev_err!(dev, "HDU revision {} is not supported by this driver\n", hdu_revision(id));
+        dev_err!(
+            dev,
+            "HDU revision {} is not supported by this driver\n",
+            hdu_revision(id)
+        );
         return Err(ENODEV);
     };
-    let caps = if revision.has_caps() { HduCaps::from_reg((&regs).try_read64(HduReg::Caps.offset())?) } else { HduCaps::REV1 };
+    let caps = if revision.has_caps() {
+        HduCaps::from_reg((&regs).try_read64(HduReg::Caps.offset())?)
+    } else {
+        HduCaps::REV1
+    };
     let regs = regs.into_devres()?;
 
     let (priv_phys, priv_regs) = match pdev.resource_by_index(1) {
         Some(r) if revision.has_privileged_page() => {
             let base = r.start();
-            claims.push(PhysClaim::new(PhysWindow { base, size: r.size() }, c_str!("directnvm-hdu-priv"))?, GFP_KERNEL)?;
-            let p = pdev.io_request_by_index(1).ok_or(ENODEV)?.iomap_sized::<PRIV_SIZE>()?;
+            claims.push(
+                PhysClaim::new(
+                    PhysWindow {
+                        base,
+                        size: r.size(),
+                    },
+                    c_str!("directnvm-hdu-priv"),
+                )?,
+                GFP_KERNEL,
+            )?;
+            let p = pdev
+                .io_request_by_index(1)
+                .ok_or(ENODEV)?
+                .iomap_sized::<PRIV_SIZE>()?;
             (base, Some(p.into_devres()?))
         }
         _ => (0, None),
     };
     if revision.has_privileged_page() && priv_regs.is_none() {
-        dev_err!(dev, "rev {} HDU needs its privileged page as reg entry 1\n", revision.number());
+        dev_err!(
+            dev,
+            "rev {} HDU needs its privileged page as reg entry 1\n",
+            revision.number()
+        );
         return Err(EINVAL);
     }
     let dma = match kshim::carveout(dev, 0) {
         Ok(c) => Some(c.window),
         Err(e) if revision.has_dma_window() => {
-            dev_err!(dev, "rev 2 HDU needs memory-region for its DMA window: {:?}\n", e);
+            dev_err!(
+                dev,
+                "rev 2 HDU needs memory-region for its DMA window: {:?}\n",
+                e
+            );
             return Err(e);
         }
         Err(_) => None,
@@ -582,10 +680,22 @@ mod tests {
 
     #[test]
     fn ioctl_numbers_and_reset_bits() {
-        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, 8)), EINVAL);
-        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, HDU_IOC_MAX_NR, 8)), EINVAL);
-        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x55, 8)), ENOTTY);
-        assert_eq!(unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, 8)), ENOTTY);
+        assert_eq!(
+            unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, 8)),
+            EINVAL
+        );
+        assert_eq!(
+            unknown_ioctl(dnvm_ioc(DNVM_IOC_NONE, HDU_IOC_MAGIC, HDU_IOC_MAX_NR, 8)),
+            EINVAL
+        );
+        assert_eq!(
+            unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x55, 8)),
+            ENOTTY
+        );
+        assert_eq!(
+            unknown_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, 8)),
+            ENOTTY
+        );
         assert_eq!(reset_ctrl(false), HDU_CTRL_RESET);
         assert_eq!(reset_ctrl(true), HDU_CTRL_RESET | HDU_CTRL_QRESET);
         assert!(!reset_finished(HDU_CTRL_RESET, 0)); // written, not yet seen by the device
