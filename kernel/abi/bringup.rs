@@ -177,8 +177,8 @@ impl Controller {
 }
 
 fn rd64<H: NvmeHost>(h: &H, off: usize) -> Result<u64, NvmeError> {
-    let lo = h.rd32(off)? as u64;
-    let hi = h.rd32(off + 4)? as u64;
+    let lo = u64::from(h.rd32(off)?);
+    let hi = u64::from(h.rd32(off + 4)?);
     Ok(lo | (hi << 32))
 }
 
@@ -201,7 +201,7 @@ fn wait_csts<H: NvmeHost>(h: &H, mask: u32, want: u32, timeout_ms: u32, step: &'
         if csts & CSTS_CFS != 0 && want & CSTS_RDY != 0 {
             return Err(NvmeError::Fatal);
         }
-        if waited_us >= timeout_ms as u64 * 1000 {
+        if waited_us >= u64::from(timeout_ms) * 1000 {
             return Err(NvmeError::Timeout(step));
         }
         h.sleep_us(1000);
@@ -231,7 +231,7 @@ impl Controller {
         let slot = self.cfg.admin_sq_off + self.sq_tail as usize * SQE_SIZE;
         h.mem_write(slot, &cmd.to_bytes())?;
         self.sq_tail = (self.sq_tail + 1) % ADMIN_ENTRIES;
-        h.wr32(self.doorbell(0, false), self.sq_tail as u32)?;
+        h.wr32(self.doorbell(0, false), u32::from(self.sq_tail))?;
 
         let cqe_off = self.cfg.admin_cq_off + self.cq_head as usize * CQE_SIZE;
         let mut waited_us: u64 = 0;
@@ -244,20 +244,20 @@ impl Controller {
                 h.mem_read(cqe_off, &mut cqe)?;
                 break;
             }
-            if waited_us >= self.timeout_ms as u64 * 1000 {
+            if waited_us >= u64::from(self.timeout_ms) * 1000 {
                 self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10(), status: 0xffff });
                 return Err(NvmeError::Timeout("admin command"));
             }
             // Admin commands are rare: poll quickly at first, then back off.
             let step = if waited_us < 1000 { 10 } else { 1000 };
             h.sleep_us(step);
-            waited_us += step as u64;
+            waited_us += u64::from(step);
         }
         self.cq_head = (self.cq_head + 1) % ADMIN_ENTRIES;
         if self.cq_head == 0 {
             self.phase = !self.phase;
         }
-        h.wr32(self.doorbell(0, true), self.cq_head as u32)?;
+        h.wr32(self.doorbell(0, true), u32::from(self.cq_head))?;
         let (cqe, _) = Cqe::decode(&cqe);
         self.record(LogEntry { opcode: cmd.opcode, cid, cdw10: cmd.cdw10(), status: cqe.status });
         if cqe.cid != cid {
@@ -304,7 +304,7 @@ impl Controller {
         let mut first_err = None;
         for q in (1..=self.io_queues as u16).rev() {
             for op in [opc::DELETE_SQ, opc::DELETE_CQ] {
-                if let Err(e) = self.admin(h, Sqe::new(op, q as u32, 0)) {
+                if let Err(e) = self.admin(h, Sqe::new(op, u32::from(q), 0)) {
                     first_err.get_or_insert(e);
                 }
             }
@@ -341,7 +341,7 @@ pub fn enable<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> 
     if cfg.io_queue_depth < 2 || cfg.io_queue_depth > mqes {
         return Err(NvmeError::BadConfig("io-queue-depth outside 2..=CAP.MQES+1"));
     }
-    if ((cfg.cores * cfg.engines) as u64) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
+    if u64::from(cfg.cores * cfg.engines) * DNVM_QWIN_QUEUE_STRIDE > cfg.queue_window_size {
         return Err(NvmeError::BadConfig("queue-window too small for cores x engines queue pairs"));
     }
     let wrr = cfg.allow_wrr && cap & CAP_AMS_WRR != 0;
@@ -355,7 +355,7 @@ pub fn enable<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError> 
 
     h.mem_write(cfg.admin_sq_off, &[0u8; ADMIN_ENTRIES as usize * SQE_SIZE])?;
     h.mem_write(cfg.admin_cq_off, &[0u8; ADMIN_ENTRIES as usize * CQE_SIZE])?;
-    h.wr32(reg::AQA, spec::aqa(ADMIN_ENTRIES as u32))?;
+    h.wr32(reg::AQA, spec::aqa(u32::from(ADMIN_ENTRIES)))?;
     wr64(h, reg::ASQ, h.mem_bus() + cfg.admin_sq_off as u64)?;
     wr64(h, reg::ACQ, h.mem_bus() + cfg.admin_cq_off as u64)?;
     h.wr32(reg::INTMS, u32::MAX)?;
@@ -445,7 +445,7 @@ pub fn bring_up<H: NvmeHost>(h: &H, cfg: Config) -> Result<Controller, NvmeError
     for hdu in 0..cfg.cores {
         for e in 0..cfg.engines {
             let qid = dnvm_qid(hdu, e, cfg.engines);
-            let slot = cfg.queue_window_base + (qid as u64 - 1) * DNVM_QWIN_QUEUE_STRIDE;
+            let slot = cfg.queue_window_base + (u64::from(qid) - 1) * DNVM_QWIN_QUEUE_STRIDE;
             // CQ: physically contiguous, interrupts off (the engines poll).
             c.admin(h, Sqe::create_io_cq(qid, cfg.io_queue_depth, slot + DNVM_QWIN_CQ_OFFSET))?;
             let qprio = if wrr { dnvm_engine_qprio(e, cfg.engines) } else { 0 };

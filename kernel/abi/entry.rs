@@ -47,7 +47,7 @@ impl DnvmEntry {
         }
         let u16_at = |o: usize| u16::from_le_bytes([b[o], b[o + 1]]);
         let u32_at = |o: usize| u32::from_le_bytes([b[o], b[o + 1], b[o + 2], b[o + 3]]);
-        let u64_at = |o: usize| u32_at(o) as u64 | ((u32_at(o + 4) as u64) << 32);
+        let u64_at = |o: usize| u64::from(u32_at(o)) | (u64::from(u32_at(o + 4)) << 32);
         Some(Self { op: u16_at(0), urgency: u16_at(2), block_size: u32_at(4), data_addr: u64_at(8), lba: u64_at(16) })
     }
 }

@@ -102,10 +102,10 @@ impl Layout {
             return Err(LayoutError::BadEntries);
         }
         let too_big = LayoutError::TooSmall(u64::MAX);
-        let cores = p.cores as u64;
+        let cores = u64::from(p.cores);
         let admin_size = ADMIN_PAGES * p.page;
-        let staging = round_up(p.staging_entries as u64 * DNVM_ENTRY_SIZE as u64, p.page).ok_or(too_big)?;
-        let status = round_up(p.staging_entries as u64 * 4, p.page).ok_or(too_big)?;
+        let staging = round_up(u64::from(p.staging_entries) * DNVM_ENTRY_SIZE as u64, p.page).ok_or(too_big)?;
+        let status = round_up(u64::from(p.staging_entries) * 4, p.page).ok_or(too_big)?;
         let fixed = admin_size + cores * (staging + status);
         let data = if p.data_size != 0 {
             round_up(p.data_size, p.page).ok_or(too_big)?

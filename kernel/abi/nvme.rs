@@ -297,7 +297,7 @@ impl Sqe {
     /// Encode 64 bytes.
     pub fn to_bytes(&self) -> [u8; SQE_SIZE] {
         let mut b = [0u8; SQE_SIZE];
-        let dw0 = self.opcode as u32 | (((self.fuse & 3) as u32) << 8) | (((self.psdt & 3) as u32) << 14) | ((self.cid as u32) << 16);
+        let dw0 = u32::from(self.opcode) | (u32::from(self.fuse & 3) << 8) | (u32::from(self.psdt & 3) << 14) | (u32::from(self.cid) << 16);
         b[0..4].copy_from_slice(&dw0.to_le_bytes());
         b[4..8].copy_from_slice(&self.nsid.to_le_bytes());
         b[16..24].copy_from_slice(&self.mptr.to_le_bytes());
@@ -430,7 +430,7 @@ impl Cqe {
         b[0..4].copy_from_slice(&self.dw0.to_le_bytes());
         b[8..10].copy_from_slice(&self.sqhd.to_le_bytes());
         b[10..12].copy_from_slice(&self.sqid.to_le_bytes());
-        let dw3 = self.cid as u32 | ((phase as u32) << 16) | (((self.status & 0x7fff) as u32) << 17);
+        let dw3 = u32::from(self.cid) | (u32::from(phase) << 16) | (u32::from(self.status & 0x7fff) << 17);
         (b, dw3)
     }
 

@@ -157,7 +157,7 @@ impl IdentifyController<'_> {
         b[SQES] = 0x66; // 64 bytes
         b[CQES] = 0x44; // 16 bytes
         b[NN..NN + 4].copy_from_slice(&self.namespaces.to_le_bytes());
-        b[VWC] = self.vwc as u8;
+        b[VWC] = u8::from(self.vwc);
         b[PSD0_MP..PSD0_MP + 2].copy_from_slice(&600u16.to_le_bytes()); // 6.00 W
     }
 }
@@ -172,7 +172,7 @@ pub fn identify_namespace(b: &mut [u8], blocks: u64, lbads: u8) {
     b[NUSE..NUSE + 8].copy_from_slice(&blocks.to_le_bytes());
     b[NLBAF] = 0;
     b[FLBAS] = 0;
-    b[LBAF0..LBAF0 + 4].copy_from_slice(&((lbads as u32) << 16).to_le_bytes());
+    b[LBAF0..LBAF0 + 4].copy_from_slice(&(u32::from(lbads) << 16).to_le_bytes());
 }
 
 /// Encode an active namespace id list (CNS 02h) of namespace 1 into `b`: the ids greater than
