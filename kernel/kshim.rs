@@ -134,7 +134,7 @@ pub(crate) enum Cache {
 pub(crate) fn vma_pgoff(vma: &VmaNew) -> usize {
     // SAFETY: `as_ptr` is a valid VMA for the duration of the mmap call; `vm_pgoff` is a plain
     // field that mmap handlers read.
-    unsafe { (*vma.as_ptr()).vm_pgoff as usize }
+    unsafe { (*vma.as_ptr()).vm_pgoff }
 }
 
 /// Prepare `vma` for map-on-fault with memory type `cache`: nothing is mapped now; each fault
@@ -362,17 +362,17 @@ pub(crate) use of_device_table;
 /// has no `bool` parameters and `value()` returns a reference, a `&u8` (non-zero = yes).
 pub(crate) trait ParamFlag {
     /// Whether the parameter is set.
-    fn is_set(self) -> bool;
+    fn enabled(self) -> bool;
 }
 
 impl ParamFlag for bool {
-    fn is_set(self) -> bool {
+    fn enabled(self) -> bool {
         self
     }
 }
 
 impl ParamFlag for &u8 {
-    fn is_set(self) -> bool {
+    fn enabled(self) -> bool {
         *self != 0
     }
 }
@@ -474,7 +474,7 @@ macro_rules! misc_sysfs_show {
                 (
                     &*misc.cast::<kernel::miscdevice::MiscDeviceRegistration<$file>>(),
                     core::slice::from_raw_parts_mut(buf, kernel::page::PAGE_SIZE),
-                    core::ffi::CStr::from_ptr(name),
+                    <core::ffi::CStr as kernel::str::CStrExt>::from_char_ptr(name.cast()),
                 )
             };
             let mut f = kernel::str::Formatter::new(page);

@@ -30,7 +30,7 @@ impl DnvmEntry {
     /// The 24 bytes the HDU fetches: op, urgency, block_size, data_addr, lba, little-endian.
     /// Writers that cannot store the `repr(C)` struct directly (a byte-addressed mapping, the
     /// model's guest memory) use this, the one packing of the entry.
-    pub fn to_bytes(&self) -> [u8; DNVM_ENTRY_SIZE] {
+    pub fn to_bytes(self) -> [u8; DNVM_ENTRY_SIZE] {
         let mut b = [0u8; DNVM_ENTRY_SIZE];
         b[0..2].copy_from_slice(&self.op.to_le_bytes());
         b[2..4].copy_from_slice(&self.urgency.to_le_bytes());

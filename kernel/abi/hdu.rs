@@ -230,7 +230,7 @@ impl HduCaps {
         HduCaps { engines: 1, queue_depth_log2: 5, max_nreqs: DNVM_REV1_MAX_NREQS, dispatch_depth: 64, max_xfer_pages: 1, start_queue: 0 };
 
     /// Pack into the register value.
-    pub const fn to_reg(&self) -> u64 {
+    pub const fn to_reg(self) -> u64 {
         (self.engines as u64 & 0xf)
             | ((self.start_queue as u64 & 0xf) << 4)
             | ((self.queue_depth_log2 as u64 & 0xff) << 8)

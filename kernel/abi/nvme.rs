@@ -295,7 +295,7 @@ impl Sqe {
     }
 
     /// Encode 64 bytes.
-    pub fn to_bytes(&self) -> [u8; SQE_SIZE] {
+    pub fn to_bytes(self) -> [u8; SQE_SIZE] {
         let mut b = [0u8; SQE_SIZE];
         let dw0 = u32::from(self.opcode) | (u32::from(self.fuse & 3) << 8) | (u32::from(self.psdt & 3) << 14) | (u32::from(self.cid) << 16);
         b[0..4].copy_from_slice(&dw0.to_le_bytes());

@@ -64,7 +64,7 @@ fn debugfs_claims(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
             writeln!(f, "core {i} file {owner}")?;
         }
     }
-    writeln!(f, "queues_used {}", st.queues_used as u32)
+    writeln!(f, "queues_used {}", u32::from(st.queues_used))
 }
 
 /// debugfs `directnvm/admin_log`: the controller's recent admin commands, oldest first:
@@ -99,7 +99,7 @@ fn debugfs_registers(sh: &Arc<Shared>, f: &mut fmt::Formatter<'_>) -> fmt::Resul
     use nvme::NvmeHost;
     let h = Host { sh };
     let rd64 = |off: usize| -> Option<u64> {
-        Some(h.rd32(off).ok()? as u64 | (h.rd32(off + 4).ok()? as u64) << 32)
+        Some(u64::from(h.rd32(off).ok()?) | u64::from(h.rd32(off + 4).ok()?) << 32)
     };
     let regs64 = [
         ("CAP", abi::nvme::reg::CAP),

@@ -112,7 +112,7 @@ impl nvme::NvmeHost for Host<'_> {
         kshim::dma_rmb();
     }
     fn sleep_us(&self, us: u32) {
-        kernel::time::delay::fsleep(kernel::time::Delta::from_micros(us as i64));
+        kernel::time::delay::fsleep(kernel::time::Delta::from_micros(i64::from(us)));
     }
 }
 
@@ -206,7 +206,7 @@ impl DevNode {
         let r = match name.to_bytes() {
             b"cores" => writeln!(f, "{}", p.cores),
             b"engines" => writeln!(f, "{}", p.engines),
-            b"ready" => writeln!(f, "{}", st.ctrl.ctrl.is_some() as u32),
+            b"ready" => writeln!(f, "{}", u32::from(st.ctrl.ctrl.is_some())),
             b"capacity_lbas" => writeln!(
                 f,
                 "{}",
@@ -234,7 +234,7 @@ fn claimed_mask(st: &DevState) -> u64 {
 
 /// Platform driver data.
 #[pin_data]
-struct DnvmData {
+pub(crate) struct DnvmData {
     #[pin]
     node: DevNode,
 }
@@ -354,7 +354,7 @@ fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<Shared>
         cores,
         engines,
         staging_entries,
-        data_size: data_size as u64,
+        data_size: u64::from(data_size),
         coherent,
     };
     let layout = Layout::compute(params).map_err(|e| {

@@ -23,6 +23,14 @@ use kernel::{
 use crate::abi::*;
 use crate::kshim::{self, Cache, DevresIoMem, FileMapping, PhysClaim, PhysWindow};
 
+/// An open `/dev/hduN` (exclusive or shared read-only; mmap, ioctl, release).
+mod file;
+/// Probe of one HDU node.
+mod probe;
+
+use file::HduFile;
+use probe::probe_shared;
+
 const USER_SIZE: usize = HDU_USER_REGS_SIZE;
 const PRIV_SIZE: usize = HDU_PRIV_REGS_SIZE;
 
@@ -56,33 +64,6 @@ const fn reset_ctrl(qreset: bool) -> u64 {
 /// too: right after the write the device may not have seen it yet, and PSTATUS still reads 0.)
 const fn reset_finished(ctrl: u64, pstatus: u64) -> bool {
     ctrl & HDU_CTRL_RESET == 0 && pstatus & HDU_PSTATUS_RESETTING == 0
-}
-
-/// The only mapping userspace may make of /dev/hduN: the user register page, exactly one page
-/// at offset 0, shared. Everything else is EINVAL; the rev 2 privileged page has no file
-/// offset at all, so no request can reach it.
-fn check_user_mmap(pgoff: usize, len: usize, shared: bool) -> Result {
-    if pgoff != 0 || len as u64 != DNVM_PAGE_SIZE || !shared {
-        return Err(EINVAL);
-    }
-    Ok(())
-}
-
-/// Errno of an ioctl number this driver does not serve: a known number with the wrong size or
-/// direction is a malformed request (EINVAL), anything else is not ours (ENOTTY).
-fn unknown_ioctl(cmd: u32) -> Error {
-    let nr = dnvm_ioc_nr(cmd);
-    if dnvm_ioc_type(cmd) == HDU_IOC_MAGIC && (1..=HDU_IOC_MAX_NR).contains(&nr) {
-        EINVAL
-    } else {
-        ENOTTY
-    }
-}
-
-/// Whether an open with these `f_flags` is a shared read-only diagnostic open (only when the
-/// `shared_readonly` module parameter allows it); otherwise the open is exclusive.
-fn is_shared_open(f_flags: u32, shared_readonly: bool) -> bool {
-    shared_readonly && f_flags & bindings::O_ACCMODE == bindings::O_RDONLY
 }
 
 /// Mutable per-HDU state, under `HduShared::state`.
@@ -311,145 +292,9 @@ impl DevNode {
     }
 }
 
-/// Per-open-file state of /dev/hduN.
-struct HduFile {
-    shared: Arc<HduShared>,
-    /// This file holds the exclusive open (else: a shared read-only diagnostic open).
-    owner: bool,
-}
-
-impl Drop for HduFile {
-    fn drop(&mut self) {
-        if !self.owner {
-            let mut st = self.shared.state.lock();
-            st.readers = st.readers.saturating_sub(1);
-            return;
-        }
-        // Release of the exclusive owner: a crashed process must not leave a running batch.
-        if self.shared.revision.can_reset() && !self.shared.state.lock().gone {
-            if let Err(e) = self.shared.reset_engine(false) {
-                pr_warn!(
-                    "hdu{}: reset on release failed: {:?}\n",
-                    self.shared.index,
-                    e
-                );
-            }
-        }
-        self.shared.state.lock().owner = None;
-    }
-}
-
-impl HduFile {
-    /// Page fault on the owner's register mapping: map the user page only while the HDU is
-    /// bound, under the lock unbind takes before it zaps; else SIGBUS.
-    fn fault(&self, f: &kshim::Fault) {
-        let st = self.shared.state.lock();
-        if self.owner && !st.gone && f.pgoff() == 0 {
-            if f.insert(self.shared.user, 0, 1).is_err() {
-                pr_warn!("hdu{}: register page fault refused\n", self.shared.index);
-            }
-        }
-    }
-}
-
-kshim::vm_fault_handler!(HduFile);
-
-#[vtable]
-impl MiscDevice for HduFile {
-    type Ptr = KBox<Self>;
-
-    fn open(file: &File, misc: &MiscDeviceRegistration<Self>) -> Result<KBox<Self>> {
-        kshim::check_open(file)?;
-        let shared = DevNode::from_registration(misc).shared.clone();
-        let owner = !is_shared_open(
-            file.flags(),
-            kshim::ParamFlag::is_set(crate::module_parameters::shared_readonly.value()),
-        );
-        {
-            let mut st = shared.state.lock();
-            if st.gone {
-                return Err(ENODEV);
-            }
-            if owner {
-                if st.owner.is_some() {
-                    return Err(EBUSY);
-                }
-                st.owner = Some(FileMapping::of(file));
-            } else {
-                st.readers += 1;
-            }
-            st.opens += 1;
-        }
-        // If the allocation fails, dropping the HduFile gives the slot back.
-        Ok(KBox::new(HduFile { shared, owner }, GFP_KERNEL)?)
-    }
-
-    fn mmap(me: &HduFile, _file: &File, vma: &VmaNew) -> Result {
-        // Shared read-only opens are for diagnostics (ioctls, sysfs): no register access.
-        if !me.owner {
-            return Err(EACCES);
-        }
-        let len = vma.end() - vma.start();
-        check_user_mmap(
-            kshim::vma_pgoff(vma),
-            len,
-            vma.flags() & vmflags::SHARED != 0,
-        )?;
-        vma.try_clear_mayexec()?;
-        vma.set_dontcopy();
-        vma.set_dontexpand();
-        vma.set_io();
-        let mut st = me.shared.state.lock();
-        if st.gone {
-            return Err(ENODEV);
-        }
-        // Nothing is mapped here: the page comes at fault time, under `state`, only while the
-        // HDU is bound (see `HduFile::fault`), so unbind's zap cannot miss a racing mmap.
-        kshim::map_on_fault(vma, Cache::Device)?;
-        st.mmaps += 1;
-        Ok(())
-    }
-
-    fn ioctl(me: &HduFile, file: &File, cmd: u32, arg: usize) -> Result<isize> {
-        let sh = &me.shared;
-        let user = UserPtr::from_addr(arg);
-        if dnvm_ioc_type(cmd) != HDU_IOC_MAGIC {
-            return Err(ENOTTY);
-        }
-        match cmd {
-            HDU_IOC_GET_INFO => {
-                sh.read_user(HduReg::Done)?; // ENODEV once unbound
-                UserSlice::new(user, core::mem::size_of::<HduInfo>())
-                    .writer()
-                    .write(&sh.info())?;
-            }
-            HDU_IOC_GET_STATS => {
-                sh.read_user(HduReg::Done)?;
-                UserSlice::new(user, core::mem::size_of::<HduStats>())
-                    .writer()
-                    .write(&sh.stats())?;
-            }
-            HDU_IOC_RESET | HDU_IOC_RESET_QUEUES => {
-                if !me.owner {
-                    return Err(EPERM);
-                }
-                // State-changing commands need a file opened for writing.
-                if file.flags() & kernel::fs::file::flags::O_ACCMODE
-                    == kernel::fs::file::flags::O_RDONLY
-                {
-                    return Err(EBADF);
-                }
-                sh.reset_engine(cmd == HDU_IOC_RESET_QUEUES)?;
-            }
-            _ => return Err(unknown_ioctl(cmd)),
-        }
-        Ok(0)
-    }
-}
-
 /// Platform driver data: the misc device node.
 #[pin_data]
-struct HduData {
+pub(crate) struct HduData {
     #[pin]
     node: DevNode,
 }
@@ -505,138 +350,10 @@ impl platform::Driver for HduDriver {
     }
 }
 
-fn probe_shared(pdev: &platform::Device<device::Core<'_>>) -> Result<Arc<HduShared>> {
-    let dev: &device::Device<device::Bound> = pdev.as_ref();
-    let fw = dev.fwnode().ok_or(ENODEV)?;
-    let index: u32 = fw.property_read(DT_PROP_INDEX).required_by(dev)?;
-    if index as usize >= DNVM_MAX_CORES {
-        dev_err!(
-            dev,
-            "directnvm,index {} out of range (max {})\n",
-            index,
-            DNVM_MAX_CORES - 1
-        );
-        return Err(EINVAL);
-    }
-    let res = pdev.resource_by_index(0).ok_or(ENODEV)?;
-    let user = PhysWindow {
-        base: res.start(),
-        size: res.size(),
-    };
-    if user.size < DNVM_PAGE_SIZE || user.base % DNVM_PAGE_SIZE != 0 {
-        dev_err!(dev, "user register page must be a 4 KiB aligned page\n");
-        return Err(EINVAL);
-    }
-    let mut claims = KVec::new();
-    claims.push(PhysClaim::new(user, c_str!("directnvm-hdu"))?, GFP_KERNEL)?;
-    let user = PhysWindow {
-        base: user.base,
-        size: DNVM_PAGE_SIZE,
-    };
-    let regs = pdev
-        .io_request_by_index(0)
-        .ok_or(ENODEV)?
-        .iomap_sized::<USER_SIZE>()?;
-    let id = (&regs).try_read64(HduReg::Id.offset())?;
-    let Some(revision) = Revision::from_id(id) else {
-        dev_err!(
-            dev,
-            "HDU revision {} is not supported by this driver\n",
-            hdu_revision(id)
-        );
-        return Err(ENODEV);
-    };
-    let caps = if revision.has_caps() {
-        HduCaps::from_reg((&regs).try_read64(HduReg::Caps.offset())?)
-    } else {
-        HduCaps::REV1
-    };
-    let regs = regs.into_devres()?;
-
-    let (priv_phys, priv_regs) = match pdev.resource_by_index(1) {
-        Some(r) if revision.has_privileged_page() => {
-            let base = r.start();
-            claims.push(
-                PhysClaim::new(
-                    PhysWindow {
-                        base,
-                        size: r.size(),
-                    },
-                    c_str!("directnvm-hdu-priv"),
-                )?,
-                GFP_KERNEL,
-            )?;
-            let p = pdev
-                .io_request_by_index(1)
-                .ok_or(ENODEV)?
-                .iomap_sized::<PRIV_SIZE>()?;
-            (base, Some(p.into_devres()?))
-        }
-        _ => (0, None),
-    };
-    if revision.has_privileged_page() && priv_regs.is_none() {
-        dev_err!(
-            dev,
-            "rev {} HDU needs its privileged page as reg entry 1\n",
-            revision.number()
-        );
-        return Err(EINVAL);
-    }
-    let dma = match kshim::carveout(dev, 0) {
-        Ok(c) => Some(c.window),
-        Err(e) if revision.has_dma_window() => {
-            dev_err!(
-                dev,
-                "rev 2 HDU needs memory-region for its DMA window: {:?}\n",
-                e
-            );
-            return Err(e);
-        }
-        Err(_) => None,
-    };
-    let dma = if revision.has_dma_window() { dma } else { None };
-
-    let shared = Arc::pin_init(
-        try_pin_init!(HduShared {
-            index,
-            revision,
-            caps,
-            user,
-            priv_phys,
-            dma,
-            regs,
-            priv_regs,
-            _claims: claims,
-            reset_lock <- new_mutex!(()),
-            state <- new_mutex!(HduState::default()),
-        }),
-        GFP_KERNEL,
-    )?;
-    if revision.can_reset() {
-        // A plain reset: the queue pointers stay, in step with the controller's queues (only a
-        // re-creation of the queues pairs with a queue reset, see docs/design.md).
-        shared.reset_engine(false)?;
-        shared.state.lock().resets = 0;
-    }
-    let (dma_base, dma_limit) = dma.map_or((0, 0), |w| (w.base, w.base + w.size));
-    dev_info!(
-        dev,
-        "hdu{}: rev {} at {:#x}, {} engine(s), max nreqs {}, START queue {}, DMA window {:#x}..{:#x}\n",
-        index,
-        revision.number(),
-        user.base,
-        caps.engines,
-        caps.max_nreqs,
-        caps.start_queue,
-        dma_base,
-        dma_limit
-    );
-    Ok(shared)
-}
-
 #[cfg(CONFIG_KUNIT = "y")]
 #[kernel::prelude::kunit_tests(directnvm_hdu)]
 mod tests {
+    use super::file::{check_user_mmap, is_shared_open, unknown_ioctl};
     use super::*;
 
     #[test]
@@ -661,7 +378,7 @@ mod tests {
         assert_eq!(hdu_revision(hdu_id(3)), 3);
         // Anything without the magic is a rev 1 block (it reads 0, or garbage on aliasing).
         assert_eq!(hdu_revision(0x0000_0002_dead_beef), HDU_REV1);
-        assert_eq!(hdu_revision(HDU_ID_MAGIC as u64 >> 1), HDU_REV1);
+        assert_eq!(hdu_revision(u64::from(HDU_ID_MAGIC) >> 1), HDU_REV1);
         assert_eq!(Revision::from_id(0), Some(Revision::Rev1));
         assert_eq!(Revision::from_id(hdu_id(2)), Some(Revision::Rev2));
         assert_eq!(Revision::from_id(hdu_id(3)), None); // an unknown revision is refused at probe
