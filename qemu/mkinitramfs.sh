@@ -5,7 +5,7 @@
 set -euo pipefail
 . "$(dirname "$0")/../scripts/env.sh"
 GUEST_BIN=$TOP/target/aarch64-unknown-linux-gnu/release
-# KO_DIR: tree whose directnvm_drv/ and hdu_drv/ hold the modules (another kernel version
+# KO_DIR: tree whose kernel/ holds the modules (another kernel version
 # builds them in a copy: scripts/kernel-compat.sh); INITRAMFS_OUT: where to write.
 KO_DIR=${KO_DIR:-$TOP}
 OUT=${INITRAMFS_OUT:-$TOP/build/initramfs.cpio.gz}
@@ -14,7 +14,7 @@ trap 'rm -rf "$ROOT"' EXIT
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,lib/modules}
 cp "$DIRECTNVM_CACHE/busybox-arm64/bin/busybox" "$ROOT/bin/busybox"
 ln -s busybox "$ROOT/bin/sh"
-for ko in "$KO_DIR/directnvm_drv/directnvm.ko" "$KO_DIR/hdu_drv/hdu.ko"; do
+for ko in "$KO_DIR/kernel/directnvm.ko" "$KO_DIR/kernel/hdu.ko"; do
   [ -f "$ko" ] || { echo "mkinitramfs: $ko missing (make modules)" >&2; exit 1; }
   cp "$ko" "$ROOT/lib/modules/"
 done

@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Regenerate the generated C headers (one source of truth: the Rust definitions):
 #   userspace/libnvmedl/include/libnvmedl.h   libnvmedl's C ABI (cbindgen on src/ffi/)
-#   userspace/abi/include/directnvm_abi.h     the kernel ABI: structs, constants (cbindgen on
-#                                             abi.rs and its parts) + ioctl numbers and size checks
-#                                             (userspace/abi/examples/c_header_tail.rs)
+#   kernel/abi/include/directnvm_abi.h        the kernel ABI: structs, constants (cbindgen on the
+#                                             protocol crate's C-ABI modules) + ioctl numbers and
+#                                             size checks (kernel/abi/examples/c_header_tail.rs)
 #   dts/qemu-virt-directnvm.dtso              the QEMU board's DT overlay (fake-hdu --print-overlay,
 #                                             from qemu/fakehdu/src/board.rs)
 #   scripts/gen-headers.sh          write both headers and the overlay
@@ -46,22 +46,21 @@ CRATE=$TOP/userspace/libnvmedl
 cbindgen --quiet --config "$CRATE/cbindgen.toml" --crate libnvmedl --output "$TMPD/libnvmedl.h" "$CRATE"
 publish "$TMPD/libnvmedl.h" "$CRATE/include/libnvmedl.h"
 
-# directnvm_abi.h: abi.rs is `include!`d by its crate and the kernel modules, so cbindgen reads
-# the file itself, with its top-level `include!("part.rs");` lines (the ABI by concept) expanded
-# in place; the indented ones inside `pub mod` (the NVMe codecs, the bring-up) are not part of
-# the C ABI. Every ioctl cbindgen had to skip must be in the generated tail.
-ABI=$TOP/userspace/abi
-awk -v dir="$ABI/src" '
-  /^include!\("[a-z_]+\.rs"\);$/ { f = $0; sub(/^include!\("/, "", f); sub(/"\);$/, "", f)
-    while ((getline line < (dir "/" f)) > 0) print line; close(dir "/" f); next }
-  { print }' "$ABI/src/abi.rs" >"$TMPD/abi.rs"
+# directnvm_abi.h: cbindgen reads the protocol crate's C-ABI modules (lib.rs lists them in this
+# order) as one file, without their `//!` module docs; the other modules (the NVMe codecs, the
+# bring-up, the layout) are not part of the C ABI. Every ioctl cbindgen had to skip must be in
+# the generated tail.
+ABI=$TOP/kernel/abi
+for m in sizes hdu entry testdev ioctl dt; do
+  grep -v '^//!' "$ABI/$m.rs"
+done >"$TMPD/abi.rs"
 cbindgen --config "$ABI/cbindgen.toml" --output "$TMPD/body.h" "$TMPD/abi.rs" 2>"$TMPD/warn"
 cargo run -q -p directnvm-abi --example c_header_tail >"$TMPD/tail.h"
 for name in $(sed -n 's/^WARN: Skip abi::\([A-Z0-9_]*_IOC_[A-Z0-9_]*\) .*/\1/p' "$TMPD/warn"); do
-  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (userspace/abi/src/ioctl.rs)" >&2; exit 1; }
+  grep -q "^#define $name " "$TMPD/tail.h" || { echo "gen-headers: $name is missing from DNVM_IOCTLS (kernel/abi/ioctl.rs)" >&2; exit 1; }
 done
 {
-  echo "/* Generated from userspace/abi/src/abi.rs by scripts/gen-headers.sh. Do not edit. */"
+  echo "/* Generated from kernel/abi (directnvm-abi) by scripts/gen-headers.sh. Do not edit. */"
   echo "/* SPDX-License-Identifier: MIT OR Apache-2.0 */"
   echo "/*"
   echo " * DirectNVM kernel ABI: the ioctls, structs and mmap layout of /dev/directnvm and /dev/hduN,"

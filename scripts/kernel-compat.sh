@@ -16,14 +16,13 @@ export KVER=$VER
 KDIR=$(bash "$TOP/scripts/kernel.sh")
 WORK=$TOP/build/kernel-$VER
 rm -rf "$WORK"
-mkdir -p "$WORK/userspace/abi"
-cp -a "$TOP/Kbuild" "$TOP/directnvm_drv" "$TOP/hdu_drv" "$WORK/"
-cp -a "$TOP/userspace/abi/src" "$WORK/userspace/abi/"
-[ -d "$TOP/userspace/abi/kernel" ] && cp -a "$TOP/userspace/abi/kernel" "$WORK/userspace/abi/"
+mkdir -p "$WORK"
+# Everything the modules compile: Kbuild and kernel/ (the drivers, the shim, the protocol crate).
+cp -a "$TOP/Kbuild" "$TOP/kernel" "$WORK/"
 find "$WORK" \( -name '*.o' -o -name '*.ko' -o -name '*.mod*' -o -name '.*.cmd' -o -name '*.rmeta' \) -delete
 echo "kernel-compat: building the modules against linux $VER ($KDIR)" >&2
 make -C "$KDIR" M="$WORK" "${KMAKE_ARGS[@]}" modules >&2
-modinfo -F vermagic "$WORK/directnvm_drv/directnvm.ko" >&2
+modinfo -F vermagic "$WORK/kernel/directnvm.ko" >&2
 KO_DIR=$WORK INITRAMFS_OUT=$TOP/build/initramfs-$VER.cpio.gz bash "$TOP/qemu/mkinitramfs.sh" >/dev/null
 echo "kernel-compat: booting linux $VER: qemu/run.sh $*" >&2
 exec bash "$TOP/qemu/run.sh" --kver "$VER" --initrd "$TOP/build/initramfs-$VER.cpio.gz" "$@"

@@ -155,6 +155,7 @@ fn threaded_device_socket_and_host_pointers() {
     let regs = dev.hdu_regs(0).unwrap();
     let carve = dev.carveout().unwrap();
     let data = pattern(4, 4096);
+    // SAFETY: `carve` maps the whole carve-out and the data buffer lies inside it.
     unsafe {
         let d = carve.add((DATA - board.carveout) as usize);
         for (i, b) in data.iter().enumerate() {
@@ -163,6 +164,7 @@ fn threaded_device_socket_and_host_pointers() {
     }
     write_entries(&mem, STAGING, &[entry(DNVM_OP_WRITE, DATA, 0), entry(DNVM_OP_READ, DATA2, 0)]).unwrap();
     mem.fill(STATUS, 8, 0).unwrap();
+    // SAFETY: `regs` maps HDU 0's user register page; each offset is one of its registers.
     unsafe {
         let r = regs as *mut u64;
         r.add(HDU_REG_REQBUF / 8).write_volatile(STAGING);

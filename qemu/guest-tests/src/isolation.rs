@@ -218,8 +218,8 @@ fn new_owner_check(core: u32, offset: u64, attack: impl FnOnce() -> (usize, usiz
     // SAFETY: wait for the child's "ready" byte (it exits with 2 and closes the pipe on failure).
     unsafe { libc::read(ready.r.as_raw_fd(), (&mut b as *mut u8).cast(), 1) };
     let (reads, writes) = attack();
-    // SAFETY: release the child and reap it.
     let mut st = 0;
+    // SAFETY: release the child and reap it.
     unsafe {
         libc::write(done.w.as_raw_fd(), b"d".as_ptr().cast(), 1);
         libc::waitpid(pid, &mut st, 0);

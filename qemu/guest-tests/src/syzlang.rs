@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! The syzkaller description (qemu/syzkaller/directnvm.txt) against the ABI crate: the .const
-//! file must be exactly what abi.rs generates (`DNVM_SYZ_BLESS=1` rewrites it), every const the
+//! file must be exactly what the ABI crate generates (`DNVM_SYZ_BLESS=1` rewrites it), every const the
 //! description names must be in it, every ioctl of the ABI must be described, and every struct
 //! must have the size and field count of its Rust twin.
 
@@ -31,7 +31,7 @@ fn consts() -> Vec<(&'static str, u64)> {
 
 fn render() -> String {
     let mut s = String::from(
-        "# Generated from userspace/abi/src/abi.rs by qemu/guest-tests/src/syzlang.rs. DO NOT EDIT.\n\
+        "# Generated from kernel/abi (directnvm-abi) by qemu/guest-tests/src/syzlang.rs. DO NOT EDIT.\n\
          # The ioctl encoding is asm-generic: the same numbers on every listed arch.\n\
          arches = amd64, arm64, riscv64\n",
     );

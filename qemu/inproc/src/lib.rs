@@ -19,20 +19,9 @@ use fakehdu::{ControlOp, FakeHdu, GuestMem};
 use nvmedl::platform::{CoreMapping, Platform, Region};
 use nvmedl::{Error, Result};
 
-use crate::layout::{Layout, LayoutParams};
 use crate::nvme::NvmeError;
+use directnvm_abi::layout::{self, Layout, LayoutParams};
 use fakehdu::test_support::ModelHost;
-
-/// The shared ABI under the name the kernel's `layout.rs` expects.
-#[allow(unused_imports)]
-pub(crate) mod abi {
-    pub use directnvm_abi::*;
-}
-
-/// The kernel's carve-out partitioning, shared verbatim.
-#[allow(dead_code)]
-#[path = "../../../directnvm_drv/layout.rs"]
-pub(crate) mod layout;
 
 /// The kernel's NVMe bring-up: the protocol crate's.
 pub(crate) use directnvm_abi::bringup as nvme;
@@ -113,9 +102,9 @@ impl InProc {
             io_queue_depth: board.io_queue_depth,
             queue_window_base: board.queue_window,
             queue_window_size: board.queue_window_size,
-            admin_sq_off: crate::layout::ADMIN_SQ_PAGE as usize * page,
-            admin_cq_off: crate::layout::ADMIN_CQ_PAGE as usize * page,
-            admin_data_off: crate::layout::ADMIN_DATA_PAGE as usize * page,
+            admin_sq_off: layout::ADMIN_SQ_PAGE as usize * page,
+            admin_cq_off: layout::ADMIN_CQ_PAGE as usize * page,
+            admin_data_off: layout::ADMIN_DATA_PAGE as usize * page,
             allow_wrr: true,
             extra_queues: 0,
         };

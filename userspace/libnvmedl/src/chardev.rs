@@ -27,7 +27,7 @@ fn open(path: &str) -> Result<OwnedFd> {
 }
 
 fn ioctl<T>(fd: &OwnedFd, cmd: u32, arg: *mut T) -> Result<()> {
-    // SAFETY: `cmd` encodes size_of::<T>() (see abi.rs) and `arg` points to a T (or is null
+    // SAFETY: `cmd` encodes size_of::<T>() (see `directnvm_abi::ioctl`) and `arg` points to a T (or is null
     // for argument-less commands).
     let r = unsafe { libc::ioctl(fd.as_raw_fd(), cmd as _, arg) };
     if r < 0 {
@@ -45,6 +45,8 @@ struct Mapping {
 
 // SAFETY: the mapping is process-wide memory; ownership moves with the value.
 unsafe impl Send for Mapping {}
+// SAFETY: a shared `&Mapping` only reads `ptr` and `len`; the mapped bytes are reached through
+// raw pointers whose users synchronise (one handle per core), as with `Send`.
 unsafe impl Sync for Mapping {}
 
 impl Mapping {

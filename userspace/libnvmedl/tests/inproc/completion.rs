@@ -235,6 +235,8 @@ fn c_abi_tagged_submission() {
     let _g = FFI_LOCK.lock().unwrap_or_else(|e| e.into_inner());
     let (_ip, dev) = board(HDU_REV2, 4);
     nvmedl_admin_init_with(dev);
+    // SAFETY: the handle `h` is live from its creation to `nvmedl_destroy_handle`; the keys are C
+    // strings; `buf` is an allocation of `h` of 4 pages.
     unsafe {
         assert!(nvmedl_create_handle_with(1, c"bogus".as_ptr()).is_null());
         assert_eq!(nvmedl_errno(), Error::InvalidArgument.code());

@@ -69,7 +69,7 @@ fn buf_alloc_zero_is_null_with_bad_length() {
 fn pointer_calls_stay_inside_their_allocation() {
     let (_ip, mut h) = c_handle(HDU_REV2, Duration::from_secs(5));
     let hp: *mut NvmedlHandle = &mut *h;
-    // SAFETY (this block): `hp` is a live handle; every pointer passed comes from it or is
+    // SAFETY: `hp` is a live handle; every pointer passed comes from it or is
     // refused by address before any access.
     unsafe {
         let a = nvmedl_buf_alloc(hp, 4096).cast::<u8>();
@@ -99,7 +99,7 @@ fn reset_handle_recovers_on_both_revisions() {
     for rev in [HDU_REV1, HDU_REV2] {
         let (ip, mut h) = c_handle(rev, Duration::from_millis(100));
         let hp: *mut NvmedlHandle = &mut *h;
-        // SAFETY (this block): `hp` is a live handle; buffers come from it.
+        // SAFETY: `hp` is a live handle; buffers come from it.
         unsafe {
             let a = nvmedl_buf_alloc(hp, 4096);
             let b = nvmedl_buf_alloc(hp, 4096);
@@ -127,7 +127,7 @@ fn reset_handle_recovers_on_both_revisions() {
 fn rev1_calls_recover_by_themselves_after_the_late_done() {
     let (ip, mut h) = c_handle(HDU_REV1, Duration::from_millis(100));
     let hp: *mut NvmedlHandle = &mut *h;
-    // SAFETY (this block): `hp` is a live handle; buffers come from it.
+    // SAFETY: `hp` is a live handle; buffers come from it.
     unsafe {
         let a = nvmedl_buf_alloc(hp, 4096);
         ip.control(ControlOp::Stuck { hdu: 0, on: true }).unwrap();

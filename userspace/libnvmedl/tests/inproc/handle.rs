@@ -383,6 +383,7 @@ fn c_abi() {
     assert!(nvmedl_create_handle(3).is_null());
     assert_eq!(nvmedl_errno(), Error::Busy.code());
     assert!(nvmedl_create_handle(-1).is_null());
+    // SAFETY: `h` is a live handle from `nvmedl_create_handle`; the keys are C strings.
     unsafe {
         assert_eq!(nvmedl_set_handle(h, c"iodepth".as_ptr(), 16), 0);
         assert_eq!(nvmedl_set_handle(h, c"priority".as_ptr(), 0), 0);

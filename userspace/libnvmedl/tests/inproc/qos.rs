@@ -164,7 +164,9 @@ fn c_abi_qos_keys() {
     nvmedl_admin_init_with(dev);
     let h = nvmedl_create_handle(2);
     assert!(!h.is_null());
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     let set = |k: &CStr, v: u64| unsafe { nvmedl_set_handle(h, k.as_ptr(), v) };
+    // SAFETY: as for `set`.
     let get = |k: &CStr| unsafe { nvmedl_get_handle(h, k.as_ptr()) };
     let einval = Error::InvalidArgument.code();
     // Adaptive depth.
@@ -205,26 +207,37 @@ fn c_abi_qos_keys() {
     assert_eq!(set(c"tier_max_wait_us", 500), 0);
     // Tenants.
     let mut info = NvmedlTenantInfo::default();
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_tenant_stats(h, 0, &mut info) }, Error::NotReady.code());
     assert_eq!(set(c"tenant", 16), einval);
     assert_eq!(set(c"tenant", 12), 0);
     assert_eq!(set(c"tenants", 1), 0);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_set_tenant_target(h, 12, 1_000_001) }, einval);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_set_tenant_target(h, 12, 250_000) }, 0);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     let buf = unsafe { nvmedl_buf_alloc(h, 4096) };
     for _ in 0..5 {
+        // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
         assert!(unsafe { nvmedl_read_async(h, buf, 0, 4096) } >= 0);
     }
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_wait(h) }, 5);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_tenant_stats(h, 12, &mut info) }, 0);
     assert_eq!((info.tenant, info.ios, info.bytes, info.target_ppm, info.boost_milli), (12, 5, 5 * 4096, 250_000, 1000));
     assert!(info.p50_ns > 0);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_tenant_stats(h, 16, &mut info) }, einval);
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     let before = unsafe {
         nvmedl_tenant_stats(core::ptr::null_mut(), 12, &mut info);
         info.ios
     };
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     unsafe { nvmedl_destroy_handle(h) };
+    // SAFETY: `h` is a live handle until `nvmedl_destroy_handle`; `info` and `buf` are valid for it.
     assert_eq!(unsafe { nvmedl_tenant_stats(core::ptr::null_mut(), 12, &mut info) }, 0);
     assert_eq!(info.ios - before, 5, "the destroyed handle published its samples");
 }

@@ -7,7 +7,7 @@ the same rustc; see docs/board.md."
 HOMEPAGE = "${DIRECTNVM_HOMEPAGE}"
 SECTION = "kernel"
 LICENSE = "GPL-2.0-only"
-LIC_FILES_CHKSUM = "file://LICENSE;md5=4a8105a21a8cbbe0391a89c60ed17832 \
+LIC_FILES_CHKSUM = "file://LICENSE;md5=f0b55479ec39333f7acea812a3f2c154 \
                     file://LICENSES/GPL-2.0-only.txt;md5=b234ee4d69f5fce4486a80fdaf4a4263"
 
 # The sources are the checkout this layer lives in (EXTERNALSRC); nothing is fetched.

@@ -7,7 +7,7 @@ its systemd units). Builds the DirectNVM-rs checkout this layer lives in."
 HOMEPAGE = "${DIRECTNVM_HOMEPAGE}"
 SECTION = "libs"
 LICENSE = "MIT | Apache-2.0"
-LIC_FILES_CHKSUM = "file://LICENSE;md5=4a8105a21a8cbbe0391a89c60ed17832 \
+LIC_FILES_CHKSUM = "file://LICENSE;md5=f0b55479ec39333f7acea812a3f2c154 \
                     file://LICENSES/MIT.txt;md5=e011e8508bfd71a3d8792d2e735b4037 \
                     file://LICENSES/Apache-2.0.txt;md5=3b83ef96387f14655fc854ddc3c6bd57"
 
