@@ -209,16 +209,23 @@ pub const ROWS: &[Row] = &[
     Row {
         node: DN,
         call: "mmap",
-        when: "file opened O_RDONLY (it can claim nothing), writable or read-only mapping",
+        when: "file opened O_RDONLY, writable shared mapping (refused by the VFS)",
         errno: ("EACCES", libc::EACCES),
         probe: || {
             let fd = open_mode(DN, libc::O_RDONLY)?;
             let r = region(&fd, 0, DNVM_REGION_DATA)?;
-            match map(&fd, 4096, r.offset, libc::MAP_SHARED) {
-                Err(e) if e.raw_os_error() == Some(libc::EACCES) => map_prot(&fd, 4096, r.offset, libc::PROT_READ),
-                Err(e) => Err(e),
-                Ok(()) => Err(io::Error::other("a writable mapping of a read-only file was granted")),
-            }
+            map(&fd, 4096, r.offset, libc::MAP_SHARED)
+        },
+    },
+    Row {
+        node: DN,
+        call: "mmap",
+        when: "file opened O_RDONLY, read-only MAP_SHARED mapping (the kernel makes it private)",
+        errno: ("EINVAL", libc::EINVAL),
+        probe: || {
+            let fd = open_mode(DN, libc::O_RDONLY)?;
+            let r = region(&fd, 0, DNVM_REGION_DATA)?;
+            map_prot(&fd, 4096, r.offset, libc::PROT_READ)
         },
     },
     Row {
