@@ -100,8 +100,9 @@ test-guest: initramfs
 	@bash qemu/run.sh --mode ublk --revision 1 --timeout 1800 $(UBLK_STOP_ENV)
 	@bash qemu/run.sh --mode ublk --revision 2 --timeout 1800 $(UBLK_STOP_ENV)
 
-# The ublk mode with a longer stop stress (rounds of SIGTERM / kill -9 + del under a mounted,
-# busy ext4; make check runs the mode's default count): make ublk-stop UBLK_STOP_ITERS=200
+# The ublk mode with the stop cases, the stop stress (rounds of SIGTERM / kill -9 + del under a
+# mounted, busy ext4) and the systemd-unit cases: make ublk-stop UBLK_STOP_ITERS=200. make check
+# runs them when UBLK_STOP_ITERS is given.
 UBLK_STOP_ITERS ?=
 UBLK_STOP_ENV = $(if $(UBLK_STOP_ITERS),--env DNVM_UBLK_STOP_ITERS=$(UBLK_STOP_ITERS))
 .PHONY: ublk-stop

@@ -223,7 +223,9 @@ pub fn run_mode(t: &mut Tap) {
     if let Some(s) = crash(t, s) {
         stop(t, s);
     }
-    crate::ublk_stop::run(t, crate::ublk_stop::iters());
-    crate::ublk_unit::run(t);
+    if let Some(iters) = crate::ublk_stop::iters() {
+        crate::ublk_stop::run(t, iters);
+        crate::ublk_unit::run(t);
+    }
     bad_input(t);
 }
