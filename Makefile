@@ -100,15 +100,16 @@ test-guest: initramfs
 	@bash qemu/run.sh --mode ublk --revision 1 --timeout 1800 $(UBLK_STOP_ENV)
 	@bash qemu/run.sh --mode ublk --revision 2 --timeout 1800 $(UBLK_STOP_ENV)
 
-# The ublk mode with the stop cases, the stop stress (rounds of SIGTERM / kill -9 + del under a
-# mounted, busy ext4) and the systemd-unit cases: make ublk-stop UBLK_STOP_ITERS=200. make check
-# runs them when UBLK_STOP_ITERS is given.
-UBLK_STOP_ITERS ?=
+# The ublk mode's stop cases, stop stress (rounds of SIGTERM / kill -9 + del under a mounted,
+# busy ext4) and systemd-unit cases: make check runs 12 rounds; make ublk-stop runs 200
+# (UBLK_STOP_ITERS=N for another count).
+UBLK_STOP_ITERS ?= 12
 UBLK_STOP_ENV = $(if $(UBLK_STOP_ITERS),--env DNVM_UBLK_STOP_ITERS=$(UBLK_STOP_ITERS))
 .PHONY: ublk-stop
+UBLK_STOP_ROUNDS = $(if $(filter command line,$(origin UBLK_STOP_ITERS)),$(UBLK_STOP_ITERS),200)
 ublk-stop: initramfs
-	@bash qemu/run.sh --mode ublk --revision 1 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(or $(UBLK_STOP_ITERS),200)
-	@bash qemu/run.sh --mode ublk --revision 2 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(or $(UBLK_STOP_ITERS),200)
+	@bash qemu/run.sh --mode ublk --revision 1 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(UBLK_STOP_ROUNDS)
+	@bash qemu/run.sh --mode ublk --revision 2 --timeout 7200 --env DNVM_UBLK_STOP_ITERS=$(UBLK_STOP_ROUNDS)
 
 # The oldest supported kernel (docs/board.md "Kernel versions"): its own cached test kernel,
 # the modules built against it, the guest suite on rev 2.
