@@ -168,33 +168,72 @@ pub fn file_len(i: usize) -> usize {
 }
 
 /// `dnvm-guest-tests ublk-writer DIR TAG COUNT [LOG]`: write COUNT files DIR/TAG-i; with LOG,
-/// fsync each file and the directory, then append its name to LOG (the durable set).
+/// fsync each file and the directory, then append its name to LOG (the durable set) once the
+/// journal is known to have committed it.
+///
+/// An fsync that returns 0 is not enough when the device stops under the file system: if the
+/// journal commit holding the file failed (I/O error, journal aborted) before this fsync
+/// asked for it, jbd2 finds that transaction neither running nor committing and ext4 returns
+/// 0 (`jbd2_complete_transaction`, `__jbd2_journal_force_commit`: "nothing to commit"); ext4
+/// itself only notices the abort at its next journal handle. So the file is logged after the
+/// next operation that starts a handle succeeded (creating the next file; after the last, a
+/// probe file): a journal aborted by then would have failed it, and the commit of this file
+/// had ended before its fsync returned.
 pub fn writer_main(args: &[String]) -> i32 {
     let (Some(dir), Some(tag), Some(count)) = (args.first(), args.get(1), args.get(2).and_then(|c| c.parse::<usize>().ok())) else {
         eprintln!("usage: ublk-writer DIR TAG COUNT [LOG]");
         return 2;
     };
-    let log = args.get(3);
-    for i in 0..count {
-        let name = format!("{tag}-{i}");
-        let path = format!("{dir}/{name}");
-        let r = (|| -> std::io::Result<()> {
-            let mut f = std::fs::File::create(&path)?;
-            f.write_all(&content(&name, file_len(i)))?;
-            if let Some(log) = log {
-                f.sync_all()?;
-                std::fs::File::open(dir)?.sync_all()?;
-                let mut l = std::fs::OpenOptions::new().append(true).create(true).custom_flags(libc::O_SYNC).open(log)?;
-                writeln!(l, "{name} {i}")?;
-            }
-            Ok(())
-        })();
-        if let Err(e) = r {
+    match write_files(dir, tag, count, args.get(3).map(String::as_str)) {
+        Ok(()) => 0,
+        Err((path, e)) => {
             eprintln!("ublk-writer: {path}: {e}");
-            return 1;
+            1
         }
     }
-    0
+}
+
+type WriterResult<T> = Result<T, (String, std::io::Error)>;
+
+fn create(path: &str) -> WriterResult<std::fs::File> {
+    std::fs::File::create(path).map_err(|e| (path.to_string(), e))
+}
+
+fn write_files(dir: &str, tag: &str, count: usize, log: Option<&str>) -> WriterResult<()> {
+    let path = |i: usize| format!("{dir}/{tag}-{i}");
+    let mut next = if count > 0 { Some(create(&path(0))?) } else { None };
+    for i in 0..count {
+        let (name, p) = (format!("{tag}-{i}"), path(i));
+        let Some(mut f) = next.take() else { break };
+        let at = |e| (p.clone(), e);
+        f.write_all(&content(&name, file_len(i))).map_err(at)?;
+        if log.is_some() {
+            f.sync_all().map_err(at)?;
+            std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| (dir.to_string(), e))?;
+        }
+        // The next journal handle: the next file, or after the last one a probe file.
+        let probe = format!("{dir}/.{tag}-probe");
+        let confirmed = if i + 1 < count {
+            create(&path(i + 1)).map(|f| next = Some(f))
+        } else if log.is_some() {
+            create(&probe).and_then(|_| std::fs::remove_file(&probe).map_err(|e| (probe, e)))
+        } else {
+            Ok(())
+        };
+        if let Some(log) = log {
+            // fsync'd but not confirmed: noted apart (`LOG.unconfirmed`), never as durable.
+            let to = if confirmed.is_ok() { log.to_string() } else { format!("{log}.unconfirmed") };
+            append_line(&to, &format!("{name} {i}"))?;
+        }
+        confirmed?;
+    }
+    Ok(())
+}
+
+fn append_line(path: &str, line: &str) -> WriterResult<()> {
+    let mut l =
+        std::fs::OpenOptions::new().append(true).create(true).custom_flags(libc::O_SYNC).open(path).map_err(|e| (path.to_string(), e))?;
+    writeln!(l, "{line}").map_err(|e| (path.to_string(), e))
 }
 
 /// Check file `dir/name` holds the content of file number `i`.

@@ -126,9 +126,18 @@ fn spawn_writers(tag: &str, log: &str) -> Result<Vec<Child>, String> {
 
 /// The files the writers' logs name: fsync'd, so acknowledged by the device.
 fn durable(log: &str) -> Vec<(String, usize)> {
+    logged(log, "")
+}
+
+/// The files whose fsync returned 0 after the journal had aborted (see `ublk-writer`).
+fn unconfirmed(log: &str) -> Vec<(String, usize)> {
+    logged(log, ".unconfirmed")
+}
+
+fn logged(log: &str, suffix: &str) -> Vec<(String, usize)> {
     let mut v = Vec::new();
     for p in 0..WRITERS {
-        for l in std::fs::read_to_string(format!("{log}.{p}")).unwrap_or_default().lines() {
+        for l in std::fs::read_to_string(format!("{log}.{p}{suffix}")).unwrap_or_default().lines() {
             let mut it = l.split_whitespace();
             if let (Some(n), Some(i)) = (it.next(), it.next().and_then(|i| i.parse().ok())) {
                 v.push((n.to_string(), i));
@@ -219,12 +228,21 @@ fn verify_and_drop(files: &[(String, usize)]) -> Case {
     Ok(())
 }
 
-/// One round: mount, verify the last round's durable files, write, stop; the durable files.
-fn round(i: usize, how: How, prev: &[(String, usize)]) -> Result<(Vec<(String, usize)>, Duration), String> {
+/// Of the files that were not confirmed durable, how many are missing; removes the others.
+fn count_missing(files: &[(String, usize)]) -> usize {
+    files.iter().filter(|(n, _)| std::fs::remove_file(format!("{MNT}/{n}")).is_err()).count()
+}
+
+/// What a round leaves: the durable files, the unconfirmed ones, the time the stop took.
+type Round = (Vec<(String, usize)>, Vec<(String, usize)>, Duration);
+
+/// One round: mount, verify the last round's durable files, write, stop.
+fn round(i: usize, how: How, prev: &Round, missing: &mut usize) -> Result<Round, String> {
     let s = serve_and_mount(false)?;
     let bdev = s.bdev.clone();
     let log = format!("/tmp/ublkstop-{i}");
-    let ws = match verify_and_drop(prev).and_then(|()| spawn_writers(&format!("s{i}p"), &log)) {
+    *missing += count_missing(&prev.1);
+    let ws = match verify_and_drop(&prev.0).and_then(|()| spawn_writers(&format!("s{i}p"), &log)) {
         Ok(ws) => ws,
         Err(e) => {
             let _ = sh(&format!("umount {MNT}"));
@@ -239,12 +257,11 @@ fn round(i: usize, how: How, prev: &[(String, usize)]) -> Result<(Vec<(String, u
     }
     let took = stop(s, how)?;
     after_stop(ws, &bdev).map_err(|e| format!("after {how:?}: {e}"))?;
-    Ok((durable(&log), took))
+    Ok((durable(&log), unconfirmed(&log), took))
 }
 
 /// The suite's cases; `iters` stops in the loop.
 pub fn run(t: &mut Tap, iters: usize) {
-    let mut prev = Vec::new();
     t.case("ublk stop: SIGTERM with ext4 mounted and writers in fsync: server gone < 5 s, umount works, a new serve has every fsync'd file (sha256), fsck clean", || {
         let s = serve_and_mount(true)?;
         let bdev = s.bdev.clone();
@@ -268,17 +285,19 @@ pub fn run(t: &mut Tap, iters: usize) {
         r
     });
     t.case(&format!("ublk stop: {iters} stops (SIGTERM; every third kill -9 + del) under fsync'd writes: each done < 5 s, no task left in D state, every fsync'd file intact, fsck clean"), || {
-        let (mut longest, mut files) = (Duration::ZERO, 0);
+        let (mut longest, mut files, mut unconf, mut missing) = (Duration::ZERO, 0, 0, 0);
+        let mut prev: Round = (Vec::new(), Vec::new(), Duration::ZERO);
         for i in 0..iters {
             let how = if i % 3 == 2 { How::Kill9Del } else { How::Term };
-            let (d, took) = round(i, how, &prev).map_err(|e| format!("round {i} ({how:?}): {e}"))?;
-            files += d.len();
-            longest = longest.max(took);
-            prev = d;
+            prev = round(i, how, &prev, &mut missing).map_err(|e| format!("round {i} ({how:?}): {e}"))?;
+            files += prev.0.len();
+            unconf += prev.1.len();
+            longest = longest.max(prev.2);
         }
         let s = serve_and_mount(false)?;
         let r = (|| {
-            verify_and_drop(&prev)?;
+            missing += count_missing(&prev.1);
+            verify_and_drop(&prev.0)?;
             shok(&format!("umount {MNT}"))?;
             shok(&format!("fsck.ext4 -fn {}", s.bdev))
         })();
@@ -286,6 +305,7 @@ pub fn run(t: &mut Tap, iters: usize) {
         s.stop()?;
         r?;
         println!("# ublk stop: {iters} stops, longest {longest:?}, {files} fsync'd files verified");
+        println!("# ublk stop: {unconf} fsync'd files not confirmed (the journal had aborted), {missing} of them missing");
         eq(ublk_devs(), Vec::<String>::new(), "ublk devices left")
     });
     t.case("ublk stop: `del` of a served device with ext4 mounted returns at once and stops its server", || {
