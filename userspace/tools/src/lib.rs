@@ -7,10 +7,12 @@
 
 pub mod advise_report;
 pub mod bench_cli;
+mod bench_job;
 pub mod bench_load;
 pub mod bench_qos;
 pub mod bench_report;
 pub mod bench_run;
+mod bench_summary;
 pub mod nvmedl_cli;
 pub mod progress;
 pub mod qos;
