@@ -14,43 +14,12 @@ use crate::disk::Disk;
 use crate::faults::Faults;
 use crate::mem::GuestMem;
 use crate::stats::NvmeStats;
-use crate::timing::{Ssd, SsdParams};
+use crate::timing::Ssd;
 
-/// Controller configuration.
-#[derive(Clone, Debug)]
-pub struct NvmeConfig {
-    /// I/O queue pairs supported (QIDs 1..=max_io_queues).
-    pub max_io_queues: u16,
-    /// Largest queue size in entries (CAP.MQES + 1).
-    pub max_queue_entries: u32,
-    /// MDTS: largest transfer is 2^mdts pages of 4 KiB.
-    pub mdts: u8,
-    /// Commands the controller works on at once (fetched but not completed).
-    pub max_inflight: usize,
-    /// Delay from CC.EN = 1 to CSTS.RDY = 1 (and for disable), ns; 0 when timing is off.
-    pub enable_delay_ns: u64,
-    /// CAP.TO in 500 ms units.
-    pub timeout_500ms: u8,
-    /// Serial number.
-    pub serial: String,
-    /// SSD timing parameters.
-    pub ssd: SsdParams,
-}
+mod completion;
 
-impl Default for NvmeConfig {
-    fn default() -> Self {
-        Self {
-            max_io_queues: 64,
-            max_queue_entries: 4096,
-            mdts: 5,
-            max_inflight: 128,
-            enable_delay_ns: 1_000_000,
-            timeout_500ms: 10,
-            serial: "DNVM00000001".into(),
-            ssd: SsdParams::default(),
-        }
-    }
-}
+pub use super::config::NvmeConfig;
+pub(crate) use super::queue::{Cq, InFlight, Sq, Work};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum State {
@@ -59,73 +28,6 @@ enum State {
     Ready,
     Disabling(u64),
     Fatal,
-}
-
-/// A submission queue.
-#[derive(Clone, Debug)]
-pub(crate) struct Sq {
-    pub base: u64,
-    pub size: u32,
-    pub cqid: u16,
-    pub qprio: u8,
-    pub head: u32,
-    pub tail: u32,
-    pub generation: u64,
-}
-
-/// A completion queue.
-#[derive(Clone, Debug)]
-pub(crate) struct Cq {
-    pub base: u64,
-    pub size: u32,
-    pub tail: u32,
-    pub head: u32,
-    pub phase: bool,
-}
-
-impl Cq {
-    fn full(&self) -> bool {
-        (self.tail + 1) % self.size == self.head
-    }
-}
-
-/// What a fetched I/O command does when it completes.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum Work {
-    None,
-    Read { slba: u64, segs: Vec<(u64, u64)> },
-    Write { slba: u64, segs: Vec<(u64, u64)> },
-    Flush,
-}
-
-/// A fetched command waiting for its completion time.
-#[derive(Clone, Debug)]
-pub(crate) struct InFlight {
-    pub done_at: u64,
-    pub seq: u64,
-    pub sqid: u16,
-    pub generation: u64,
-    pub cid: u16,
-    pub status: u16,
-    pub dw0: u32,
-    pub work: Work,
-}
-
-impl PartialEq for InFlight {
-    fn eq(&self, o: &Self) -> bool {
-        (self.done_at, self.seq) == (o.done_at, o.seq)
-    }
-}
-impl Eq for InFlight {}
-impl PartialOrd for InFlight {
-    fn partial_cmp(&self, o: &Self) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(o))
-    }
-}
-impl Ord for InFlight {
-    fn cmp(&self, o: &Self) -> std::cmp::Ordering {
-        (self.done_at, self.seq).cmp(&(o.done_at, o.seq))
-    }
 }
 
 /// The controller model.
@@ -411,34 +313,6 @@ impl Controller {
         }
     }
 
-    /// Post a completion to CQ `cqid`; false if the CQ is full or missing.
-    pub(crate) fn post(&mut self, mem: &GuestMem, sqid: u16, cid: u16, status: u16, dw0: u32) -> bool {
-        let Some(sq) = self.sqs.get(usize::from(sqid)).and_then(|q| q.as_ref()) else { return true };
-        let (cqid, sqhd) = (sq.cqid, sq.head as u16);
-        let Some(cq) = self.cqs.get_mut(usize::from(cqid)).and_then(|q| q.as_mut()) else { return true };
-        if cq.full() {
-            return false;
-        }
-        let cqe = Cqe { dw0, sqhd, sqid, cid, status };
-        let (bytes, dw3) = cqe.encode(cq.phase);
-        let addr = cq.base + u64::from(cq.tail) * 16;
-        if mem.write(addr, &bytes).is_err() || mem.store32(addr + 12, dw3).is_err() {
-            self.fatal();
-            return true;
-        }
-        cq.tail += 1;
-        if cq.tail == cq.size {
-            cq.tail = 0;
-            cq.phase = !cq.phase;
-        }
-        true
-    }
-
-    fn cq_has_room(&self, sqid: u16) -> bool {
-        let Some(sq) = self.sqs.get(usize::from(sqid)).and_then(|q| q.as_ref()) else { return false };
-        self.cqs.get(usize::from(sq.cqid)).and_then(|q| q.as_ref()).is_some_and(|cq| !cq.full())
-    }
-
     fn process_admin(&mut self, mem: &GuestMem, now: u64) -> bool {
         let mut progress = false;
         while self.state == State::Ready {
@@ -489,74 +363,6 @@ impl Controller {
             progress = true;
         }
         progress
-    }
-
-    pub(crate) fn new_inflight(&mut self, sqid: u16, cid: u16, done_at: u64, status: u16, work: Work) -> InFlight {
-        self.seq += 1;
-        let generation = self.sqs.get(usize::from(sqid)).and_then(|q| q.as_ref()).map_or(0, |q| q.generation);
-        InFlight { done_at, seq: self.seq, sqid, generation, cid, status, dw0: 0, work }
-    }
-
-    fn complete_due(&mut self, mem: &GuestMem, now: u64) -> bool {
-        let mut progress = false;
-        // Completions that found their CQ full earlier go first.
-        let blocked = std::mem::take(&mut self.blocked);
-        for f in blocked {
-            if !self.finish(mem, f.clone()) {
-                self.blocked.push(f);
-            } else {
-                progress = true;
-            }
-        }
-        while let Some(Reverse(top)) = self.inflight.peek() {
-            if top.done_at > now {
-                break;
-            }
-            let Some(Reverse(mut f)) = self.inflight.pop() else { break };
-            let live = self.sqs.get(usize::from(f.sqid)).and_then(|q| q.as_ref()).is_some_and(|q| q.generation == f.generation);
-            if !live {
-                continue;
-            }
-            if f.status == 0 {
-                f.status = self.transfer(mem, &f.work);
-            }
-            f.work = Work::None;
-            if !self.finish(mem, f.clone()) {
-                self.blocked.push(f);
-            }
-            progress = true;
-        }
-        progress
-    }
-
-    /// Post the completion of an I/O command; false if its CQ is full.
-    fn finish(&mut self, mem: &GuestMem, f: InFlight) -> bool {
-        if !self.cq_has_room(f.sqid) {
-            return !self.sqs.get(usize::from(f.sqid)).is_some_and(|q| q.is_some());
-        }
-        self.post(mem, f.sqid, f.cid, f.status, f.dw0);
-        self.stats.io_commands += 1;
-        if f.status != 0 {
-            self.stats.io_errors += 1;
-        }
-        if let Some(c) = self.stats.completions_per_sq.get_mut(usize::from(f.sqid)) {
-            *c += 1;
-        }
-        true
-    }
-
-    /// Drop the in-flight commands of SQ `qid`, completing them as aborted (SQ deletion).
-    pub(crate) fn abort_sq(&mut self, mem: &GuestMem, qid: u16) {
-        let all: Vec<InFlight> = std::mem::take(&mut self.inflight).into_iter().map(|Reverse(f)| f).collect();
-        let mut keep = BinaryHeap::new();
-        for f in all.into_iter().chain(std::mem::take(&mut self.blocked)) {
-            if f.sqid == qid {
-                self.post(mem, qid, f.cid, sc::ABORTED_SQ_DELETION, 0);
-            } else {
-                keep.push(Reverse(f));
-            }
-        }
-        self.inflight = keep;
     }
 
     pub(crate) fn next_generation(&mut self) -> u64 {

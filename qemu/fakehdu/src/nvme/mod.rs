@@ -3,10 +3,12 @@
 
 pub mod admin;
 pub mod arbiter;
+mod config;
 pub mod controller;
 pub mod identify;
 pub mod io;
 pub mod prp;
+mod queue;
 pub mod spec;
 
 pub use controller::{Controller, NvmeConfig};
