@@ -28,8 +28,8 @@
 use directnvm_abi::{DnvmArbitration, TESTDEV_CMD_CLEAR_FAULTS, TESTDEV_CMD_SET_FAULT, TESTDEV_FAULT_SLOW};
 use nvmedl::Device;
 
-use dnvm_guest_tests::faults::Mailbox;
 use dnvm_guest_tests::fio;
+use dnvm_guest_tests::fixtures::mailbox::Mailbox;
 
 const JOBS: &str = "/usr/share/directnvm/fio-jobs/paper";
 

@@ -10,116 +10,16 @@
 //! device restart (the model power-cycles itself: registers, queues and commands in flight
 //! lost, data kept; software brings it up again), DMA window fault (rev 2).
 
-use std::os::fd::{AsRawFd, OwnedFd};
 use std::time::{Duration, Instant};
 
 use directnvm_abi::*;
 use nvmedl::{Completion, Error, Handle, Request};
 
-use crate::soak::{self, dev, handle, read_check, verify, write_gen, write_read, BLOCK, BLOCK_LBAS};
+use crate::fixtures::data as soak;
+use crate::fixtures::data::{dev, handle, read_check, verify, write_gen, write_read, BLOCK, BLOCK_LBAS};
+use crate::fixtures::mailbox::Mailbox;
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED, IOS_VERIFIED};
 use crate::tap::{check, eq, Case, Tap};
-
-/// The mailbox page mapped from /dev/mem.
-pub struct Mailbox {
-    _fd: OwnedFd,
-    ptr: *mut u8,
-}
-
-impl Mailbox {
-    /// Map the mailbox and check its magic.
-    pub fn open() -> Result<Mailbox, String> {
-        let fd = crate::sys::open("/dev/mem").map_err(|e| format!("/dev/mem: {e}"))?;
-        // SAFETY: a fresh shared mapping of one page of /dev/mem (the model's mailbox page,
-        // outside the kernel's RAM); unmapped in Drop.
-        let p = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                4096,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_SHARED,
-                fd.as_raw_fd(),
-                TESTDEV_MAILBOX_PHYS as libc::off_t,
-            )
-        };
-        if p == libc::MAP_FAILED {
-            return Err(format!("mmap mailbox: {}", std::io::Error::last_os_error()));
-        }
-        let m = Mailbox { _fd: fd, ptr: p.cast() };
-        eq(m.rd32(TESTDEV_REG_MAGIC), TESTDEV_MAGIC, "mailbox magic")?;
-        eq(m.rd32(TESTDEV_REG_VERSION), TESTDEV_VERSION, "mailbox version")?;
-        Ok(m)
-    }
-
-    fn rd32(&self, off: usize) -> u32 {
-        // SAFETY: off < 4096, 4-byte aligned (ABI offsets); the page is mapped while self lives.
-        unsafe { std::ptr::read_volatile(self.ptr.add(off).cast::<u32>()) }
-    }
-    fn wr32(&self, off: usize, v: u32) {
-        // SAFETY: as for rd32.
-        unsafe { std::ptr::write_volatile(self.ptr.add(off).cast::<u32>(), v) }
-    }
-    fn rd64(&self, off: usize) -> u64 {
-        // SAFETY: off < 4096, 8-byte aligned (ABI offsets).
-        unsafe { std::ptr::read_volatile(self.ptr.add(off).cast::<u64>()) }
-    }
-    fn wr64(&self, off: usize, v: u64) {
-        // SAFETY: as for rd64.
-        unsafe { std::ptr::write_volatile(self.ptr.add(off).cast::<u64>(), v) }
-    }
-
-    /// Run one command; `Err` on a non-OK status or no answer within 2 s.
-    pub fn cmd(&self, cmd: u32, args: &[u64]) -> Result<Vec<u64>, String> {
-        self.wr32(TESTDEV_REG_CMD, cmd);
-        for i in 0..TESTDEV_NARGS {
-            self.wr64(TESTDEV_REG_ARGS + 8 * i, args.get(i).copied().unwrap_or(0));
-        }
-        let seq = self.rd32(TESTDEV_REG_ACK_SEQ).wrapping_add(1);
-        crate::sys::barrier();
-        self.wr32(TESTDEV_REG_REQ_SEQ, seq);
-        let t0 = Instant::now();
-        while self.rd32(TESTDEV_REG_ACK_SEQ) != seq {
-            if t0.elapsed() > Duration::from_secs(2) {
-                return Err(format!("mailbox command {cmd} not acknowledged within 2 s"));
-            }
-            std::thread::sleep(Duration::from_micros(100));
-        }
-        crate::sys::barrier();
-        let st = self.rd32(TESTDEV_REG_STATUS);
-        if st != TESTDEV_STATUS_OK {
-            return Err(format!("mailbox command {cmd} {args:?}: status {st}"));
-        }
-        Ok((0..TESTDEV_STAT_COUNT).map(|i| self.rd64(TESTDEV_REG_RESULT + 8 * i)).collect())
-    }
-
-    /// Inject a fault (`TESTDEV_FAULT_*` and its arguments) and count it.
-    pub fn fault(&self, kind: u64, args: &[u64]) -> Result<(), String> {
-        let mut a = vec![kind];
-        a.extend_from_slice(args);
-        self.cmd(TESTDEV_CMD_SET_FAULT, &a)?;
-        summary::add(&FAULTS_INJECTED, 1);
-        Ok(())
-    }
-
-    /// Remove every fault.
-    pub fn clear(&self) -> Result<(), String> {
-        self.cmd(TESTDEV_CMD_CLEAR_FAULTS, &[]).map(|_| ())
-    }
-
-    /// Statistics of HDU `hdu` (RESULT[TESTDEV_STAT_*]).
-    pub fn stats(&self, hdu: u32) -> Result<Vec<u64>, String> {
-        self.cmd(TESTDEV_CMD_GET_STATS, &[u64::from(hdu)])
-    }
-}
-
-impl Drop for Mailbox {
-    fn drop(&mut self) {
-        // Never leave a fault armed behind a failed case.
-        let _ = self.clear();
-        // SAFETY: unmapping the page mapped in open().
-        unsafe { libc::munmap(self.ptr.cast(), 4096) };
-    }
-}
 
 /// LBA range of the fault cases (below the soak area, away from other groups' ranges).
 fn area(h: &Handle, core: u32) -> u64 {
@@ -416,8 +316,8 @@ fn restart(mb: &Mailbox) -> Case {
     } else {
         eq(d.controller_init(), Err(Error::Revision), "controller_init on rev 1 once the queues were used")?;
         drop(d);
-        check(crate::lifecycle::rmmod("hdu") && crate::lifecycle::rmmod("directnvm"), "rmmod after the restart")?;
-        crate::lifecycle::insmod_both()?;
+        check(crate::fixtures::modules::rmmod("hdu") && crate::fixtures::modules::rmmod("directnvm"), "rmmod after the restart")?;
+        crate::fixtures::modules::insmod_both()?;
         dev()?
     };
     check(d.info().flags & DNVM_INFO_READY != 0, "controller ready after the recovery")?;

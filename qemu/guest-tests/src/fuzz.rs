@@ -25,7 +25,7 @@ use std::time::{Duration, Instant};
 
 use nvmedl::abi_types::*;
 
-use crate::soak::{dev, env_u64, handle, seed_from_env, write_read, Rng, BLOCK};
+use crate::fixtures::data::{dev, env_u64, handle, seed_from_env, write_read, Rng, BLOCK};
 use crate::summary::{self, FUZZ_ITERS};
 use crate::sys::open;
 use crate::tap::{check, eq, Case, Tap};
@@ -355,7 +355,7 @@ pub fn fuzz(iters: u64, seed: u64) -> Case {
     drop(f);
 
     // Healthy afterwards.
-    crate::stress::all_free(d.cores())?;
+    crate::fixtures::modules::all_free(d.cores())?;
     let mut d = d;
     let info = *d.refresh_info().map_err(|e| e.to_string())?;
     check(info.flags & DNVM_INFO_READY != 0, "controller not ready after fuzzing")?;
@@ -367,7 +367,7 @@ pub fn fuzz(iters: u64, seed: u64) -> Case {
     for core in 0..d.cores() {
         let mut h = handle(&d, core, Duration::from_secs(5))?;
         let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
-        let lba = crate::soak::scratch(d.info().capacity_lbas) + 0x2_0000 + u64::from(core) * 64;
+        let lba = crate::fixtures::data::scratch(d.info().capacity_lbas) + 0x2_0000 + u64::from(core) * 64;
         write_read(&mut h, &mut b, lba, 5 + core).map_err(|e| format!("core {core} after fuzzing: {e}"))?;
     }
     Ok(())

@@ -19,8 +19,8 @@ use std::time::{Duration, Instant};
 
 use directnvm_abi::*;
 
-use crate::lifecycle::hdu_device;
-use crate::soak::{env_u64, seed_from_env, Rng};
+use crate::fixtures::data::{env_u64, seed_from_env, Rng};
+use crate::fixtures::modules::hdu_device;
 use crate::sys::{errno, ioctl, ioctl_none, open};
 use crate::tap::{check, Case, Tap};
 

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use directnvm_abi::*;
 
-use crate::soak::{dev, handle, read_check, scratch, write_read, BLOCK};
+use crate::fixtures::data::{dev, handle, read_check, scratch, write_read, BLOCK};
 use crate::sys::{ioctl, ioctl_none, open, sh};
 use crate::tap::{check, eq, Case, Tap};
 

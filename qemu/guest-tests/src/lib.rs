@@ -8,6 +8,7 @@ pub mod drivers;
 pub mod errtable;
 pub mod faults;
 pub mod fio;
+pub mod fixtures;
 pub mod fuzz;
 pub mod isolation;
 pub mod kdrv;

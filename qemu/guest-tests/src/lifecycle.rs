@@ -12,35 +12,11 @@ use std::time::{Duration, Instant};
 
 use directnvm_abi::*;
 
-use crate::soak::{dev, env_u64, handle, write_read, BLOCK};
+use crate::fixtures::data::{dev, env_u64, handle, write_read, BLOCK};
+use crate::fixtures::modules::{exists, hdu_device, insmod_both, rmmod, wait_nodes};
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED, RELOADS};
 use crate::sys::{ioctl, open, sh, Map};
 use crate::tap::{check, Case, Tap};
-
-fn exists(p: &str) -> bool {
-    std::path::Path::new(p).exists()
-}
-
-fn wait_nodes(present: bool) -> Case {
-    let t0 = Instant::now();
-    while (exists("/dev/directnvm") && exists("/dev/hdu3")) != present {
-        if t0.elapsed() > Duration::from_secs(5) {
-            return Err(format!("device nodes {} within 5 s", if present { "did not appear" } else { "still present" }));
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    Ok(())
-}
-
-pub fn rmmod(m: &str) -> bool {
-    sh(&format!("rmmod {m} 2>&1")).0
-}
-
-pub fn insmod_both() -> Case {
-    let (ok, out) = sh("insmod /lib/modules/directnvm.ko && insmod /lib/modules/hdu.ko");
-    check(ok, format!("insmod: {out}"))?;
-    wait_nodes(true)
-}
 
 fn data_region(fd: &OwnedFd, core: u32) -> Result<DnvmRegion, String> {
     // SAFETY: plain-integer struct, all-zero valid.
@@ -121,23 +97,6 @@ fn cycle(busy: u32) -> Case {
     Ok(())
 }
 
-/// The platform device name (e.g. `7f000000.hdu`) of HDU `index`.
-pub fn hdu_device(index: u32) -> Result<String, String> {
-    let dir = "/sys/bus/platform/devices";
-    for e in std::fs::read_dir(dir).map_err(|e| e.to_string())? {
-        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
-        let compat = std::fs::read(format!("{dir}/{name}/of_node/compatible")).unwrap_or_default();
-        if !compat.starts_with(DT_COMPAT_HDU.to_bytes()) {
-            continue;
-        }
-        let idx = std::fs::read(format!("{dir}/{name}/of_node/directnvm,index")).unwrap_or_default();
-        if idx.len() == 4 && u32::from_be_bytes(idx[..4].try_into().unwrap()) == index {
-            return Ok(name);
-        }
-    }
-    Err(format!("no platform device for hdu{index}"))
-}
-
 fn state(core: u32) -> String {
     std::fs::read_to_string(format!("/sys/class/misc/hdu{core}/state")).map(|s| s.trim().to_string()).unwrap_or_default()
 }
@@ -148,7 +107,7 @@ fn state(core: u32) -> String {
 fn unbind_under_io(core: u32) -> Case {
     let devname = hdu_device(core)?;
     let d = dev()?;
-    let base = crate::soak::scratch(d.info().capacity_lbas) + 0x3_0000 + u64::from(core) * 0x100;
+    let base = crate::fixtures::data::scratch(d.info().capacity_lbas) + 0x3_0000 + u64::from(core) * 0x100;
     drop(d);
     // SAFETY: fork; the child runs the closure and _exits.
     let pid = unsafe { libc::fork() };
@@ -281,7 +240,7 @@ pub fn unbind_race(core: u32, rounds: u32, through_bind: bool) -> Case {
     let d = dev()?;
     let mut h = handle(&d, core, Duration::from_secs(5))?;
     let mut b = h.buf_alloc(BLOCK).map_err(|e| e.to_string())?;
-    write_read(&mut h, &mut b, crate::soak::scratch(d.info().capacity_lbas) + 0x3_8000, 77)
+    write_read(&mut h, &mut b, crate::fixtures::data::scratch(d.info().capacity_lbas) + 0x3_8000, 77)
 }
 
 /// Unbind/bind cases (they need I/O; run them before the reload cycles).

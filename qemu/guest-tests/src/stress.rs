@@ -10,13 +10,14 @@
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicI32, AtomicU32, AtomicU64, Ordering::*};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use directnvm_abi::*;
 use nvmedl::Request;
 
-use crate::faults::Mailbox;
-use crate::soak::{dev, env_u64, handle, seed_from_env, write_read, Rng, BLOCK, BLOCK_LBAS};
+use crate::fixtures::data::{dev, env_u64, handle, seed_from_env, write_read, Rng, BLOCK, BLOCK_LBAS};
+use crate::fixtures::mailbox::Mailbox;
+use crate::fixtures::modules::{all_free, sysfs, wait_for};
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED};
 use crate::sys::{errno, ioctl, open, Map};
 use crate::tap::{check, eq, Case, Tap};
@@ -37,39 +38,6 @@ fn claim_raw(fd: i32, cmd: u32, core: u32) -> i32 {
     } else {
         0
     }
-}
-
-fn sysfs(path: &str) -> String {
-    std::fs::read_to_string(path).map(|s| s.trim().to_string()).unwrap_or_else(|e| format!("<{e}>"))
-}
-
-/// Wait (bounded) until `f` holds.
-fn wait_for(what: &str, within: Duration, mut f: impl FnMut() -> bool) -> Case {
-    let t0 = Instant::now();
-    while !f() {
-        if t0.elapsed() > within {
-            return Err(format!("{what}: not within {within:?}"));
-        }
-        std::thread::sleep(Duration::from_millis(2));
-    }
-    Ok(())
-}
-
-/// Everything is free again: no claim, no HDU owner, each core claimable and each HDU openable.
-pub fn all_free(cores: u32) -> Case {
-    let fd = open("/dev/directnvm").map_err(|e| e.to_string())?;
-    // sysfs `claimed` is computed from the live claims. (GET_STATS.claimed_mask is not: it
-    // keeps bits of claims that a close released; see the report.)
-    let claimed = "/sys/class/misc/directnvm/claimed";
-    wait_for("claimed mask back to 0", Duration::from_secs(3), || sysfs(claimed) == "0x0")
-        .map_err(|e| format!("{e} ({})", sysfs(claimed)))?;
-    for c in 0..cores {
-        let mut cl = DnvmClaim { core: c, flags: 0 };
-        ioctl(&fd, DNVM_IOC_CLAIM, &mut cl).map_err(|e| format!("core {c} not claimable: {e}"))?;
-        let h = open(&format!("/dev/hdu{c}")).map_err(|e| format!("hdu{c} not openable: {e}"))?;
-        drop(h);
-    }
-    Ok(())
 }
 
 /// 4 threads claiming, mapping, touching, releasing and closing on /dev/directnvm while a fifth
@@ -362,7 +330,7 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     let n = d.hdu_info(core).map_err(|e| e.to_string())?.revision;
     let rev = Revision::from_number(n).ok_or(format!("unknown HDU revision {n}"))?;
     let cap = d.info().capacity_lbas;
-    let base = crate::soak::scratch(cap) + 0x8000 + u64::from(core) * 0x1000;
+    let base = crate::fixtures::data::scratch(cap) + 0x8000 + u64::from(core) * 0x1000;
     // Known content first (generation 1), by the parent.
     {
         let mut h = handle(&d, core, Duration::from_secs(5))?;
@@ -449,7 +417,7 @@ fn killed_mid_batch(mb: &Mailbox, core: u32) -> Case {
     // Next owner: claimable at once, verified I/O over the child's range and beyond.
     let mut h = handle(&d, core, Duration::from_secs(5)).map_err(|e| format!("next owner: {e}"))?;
     let mut b = h.buf_alloc(64 * BLOCK).map_err(|e| e.to_string())?;
-    crate::soak::read_check(&mut h, &mut b, base, 1).map_err(|e| format!("next owner, old data: {e}"))?;
+    crate::fixtures::data::read_check(&mut h, &mut b, base, 1).map_err(|e| format!("next owner, old data: {e}"))?;
     write_read(&mut h, &mut b, base, 2).map_err(|e| format!("next owner: {e}"))?;
     summary::add(&FAULTS_SURVIVED, 1);
     Ok(())

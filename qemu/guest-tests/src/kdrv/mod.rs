@@ -98,7 +98,7 @@ fn hex(v: &str) -> Result<u64, String> {
 // Raw-register I/O on one claimed core (the protocol of docs/hardware.md §7)
 // ------------------------------------------------------------------------------------------
 
-use crate::rawio::setup as core;
+use crate::fixtures::raw_core::setup as core;
 
 // ------------------------------------------------------------------------------------------
 
