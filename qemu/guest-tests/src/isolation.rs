@@ -23,6 +23,7 @@ use crate::fixtures::data::{env_u64, seed_from_env, Rng};
 use crate::fixtures::modules::hdu_device;
 use crate::sys::{errno, ioctl, ioctl_none, open};
 use crate::tap::{check, Case, Tap};
+use dnvm_testkit::ioctl::claim_raw;
 
 const PAGE: usize = 4096;
 
@@ -85,17 +86,6 @@ fn mmap_raw(fd: i32, len: usize, offset: u64) -> Result<usize, i32> {
 fn munmap(addr: usize, len: usize) {
     // SAFETY: unmaps a mapping this test created (or nothing, if it is already gone).
     unsafe { libc::munmap(addr as *mut libc::c_void, len) };
-}
-
-fn claim_raw(fd: i32, cmd: u32, core: u32) -> i32 {
-    let mut c = DnvmClaim { core, flags: 0 };
-    // SAFETY: `c` is a valid DnvmClaim.
-    let r = unsafe { libc::ioctl(fd, cmd as _, &mut c as *mut DnvmClaim) };
-    if r < 0 {
-        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-    } else {
-        0
-    }
 }
 
 fn data_region(fd: &OwnedFd, core: u32) -> Result<DnvmRegion, String> {

@@ -21,23 +21,13 @@ use crate::fixtures::modules::{all_free, sysfs, wait_for};
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED};
 use crate::sys::{errno, ioctl, open, Map};
 use crate::tap::{check, eq, Case, Tap};
+use dnvm_testkit::ioctl::claim_raw;
 
 fn layout(fd: &OwnedFd) -> Result<DnvmLayout, String> {
     // SAFETY: plain-integer struct, all-zero valid.
     let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
     ioctl(fd, DNVM_IOC_GET_LAYOUT, &mut l).map_err(|e| format!("GET_LAYOUT: {e}"))?;
     Ok(l)
-}
-
-fn claim_raw(fd: i32, cmd: u32, core: u32) -> i32 {
-    let mut c = DnvmClaim { core, flags: 0 };
-    // SAFETY: `c` is a valid DnvmClaim; a stale or reused fd number only yields an errno.
-    let r = unsafe { libc::ioctl(fd, cmd as _, &mut c as *mut DnvmClaim) };
-    if r < 0 {
-        std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
-    } else {
-        0
-    }
 }
 
 /// 4 threads claiming, mapping, touching, releasing and closing on /dev/directnvm while a fifth

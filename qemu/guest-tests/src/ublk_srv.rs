@@ -6,6 +6,8 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::process::{Child, Command, Stdio};
 
+use dnvm_testkit::bytes::named_content;
+
 pub const SERVER: &str = "/bin/nvmedl-ublk";
 /// Bound of the wait for a server's ready line.
 const READY_SECS: u64 = 60;
@@ -149,19 +151,6 @@ pub fn cores_free(cores: &[u32]) -> Result<(), String> {
     Ok(())
 }
 
-/// Deterministic content of file `name` (xorshift seeded by the name), `len` bytes.
-pub fn content(name: &str, len: usize) -> Vec<u8> {
-    let mut x: u64 = name.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
-}
-
 /// Length of file number `i` (not a multiple of the block size, from 1 to ~100 KiB).
 pub fn file_len(i: usize) -> usize {
     (i * 7919 + 513) % (100 * 1024) + 1
@@ -206,7 +195,7 @@ fn write_files(dir: &str, tag: &str, count: usize, log: Option<&str>) -> WriterR
         let (name, p) = (format!("{tag}-{i}"), path(i));
         let Some(mut f) = next.take() else { break };
         let at = |e| (p.clone(), e);
-        f.write_all(&content(&name, file_len(i))).map_err(at)?;
+        f.write_all(&named_content(&name, file_len(i))).map_err(at)?;
         if log.is_some() {
             f.sync_all().map_err(at)?;
             std::fs::File::open(dir).and_then(|d| d.sync_all()).map_err(|e| (dir.to_string(), e))?;
@@ -239,7 +228,7 @@ fn append_line(path: &str, line: &str) -> WriterResult<()> {
 /// Check file `dir/name` holds the content of file number `i`.
 pub fn verify_file(dir: &str, name: &str, i: usize) -> Result<(), String> {
     let got = std::fs::read(format!("{dir}/{name}")).map_err(|e| format!("{name}: {e}"))?;
-    if got != content(name, file_len(i)) {
+    if got != named_content(name, file_len(i)) {
         return Err(format!("{name}: content differs ({} bytes read, {} expected)", got.len(), file_len(i)));
     }
     Ok(())

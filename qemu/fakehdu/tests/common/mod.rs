@@ -91,15 +91,7 @@ pub fn entry(op: u16, data_addr: u64, lba: u64) -> DnvmEntry {
 
 /// Deterministic pattern for (lba, byte).
 pub fn pattern(seed: u64, len: usize) -> Vec<u8> {
-    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 7;
-            x ^= x << 17;
-            x as u8
-        })
-        .collect()
+    dnvm_testkit::bytes::seeded_bytes(seed, len)
 }
 
 pub fn read_vec(mem: &GuestMem, addr: u64, len: usize) -> Vec<u8> {
