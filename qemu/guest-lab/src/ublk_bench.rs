@@ -3,8 +3,8 @@
 //! p50/p99 latency at QD1 and QD32, same boot, through libnvmedl directly (`nvmedl-bench`),
 //! through `/dev/ublkbN`, and through NVMe/TCP loopback onto that device.
 
+use dnvm_guest_tests::fixtures::ublk_srv::{run as srv, Server};
 use dnvm_guest_tests::sys::sh;
-use dnvm_guest_tests::ublk_srv::{run as srv, Server};
 
 const SECS: u32 = 5;
 

@@ -74,7 +74,7 @@ fn io_after_controller_init() -> Case {
 pub fn run_fixed(t: &mut Tap) {
     t.case("regression: GET_STATS.claimed_mask after a close released the claim", stats_mask_after_close);
     // Was an oops in HduFile::open (the misc node was registered before its shared state).
-    t.case("regression: hdu1 unbind AND bind x10 under racing opens", || crate::lifecycle::unbind_race(1, 10, true));
+    t.case("regression: hdu1 unbind AND bind x10 under racing opens", || crate::fixtures::unbind::unbind_race(1, 10, true));
 }
 
 /// What the raw ioctls still allow: re-creating the I/O queues under engines that did I/O.

@@ -26,6 +26,5 @@ mod syzlang;
 pub mod tap;
 pub mod ublk;
 pub mod ublk_net;
-pub mod ublk_srv;
 pub mod ublk_stop;
 pub mod ublk_unit;

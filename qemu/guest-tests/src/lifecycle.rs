@@ -6,14 +6,13 @@
 //! `LIFECYCLE_CYCLES` sets the reload count (default 20).
 
 use std::os::fd::OwnedFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::*};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use directnvm_abi::*;
 
 use crate::fixtures::data::{dev, env_u64, handle, write_read, BLOCK};
-use crate::fixtures::modules::{exists, hdu_device, insmod_both, rmmod, wait_nodes};
+use crate::fixtures::modules::{hdu_device, insmod_both, rmmod, wait_nodes};
+use crate::fixtures::unbind::unbind_race;
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED, RELOADS};
 use crate::sys::{ioctl, open, sh, Map};
 use crate::tap::{check, Case, Tap};
@@ -164,83 +163,6 @@ fn unbind_under_io(core: u32) -> Case {
     summary::add(&FAULTS_SURVIVED, 1);
     println!("# hdu{core} unbound under I/O: child {}", if sigbus { "got SIGBUS" } else { "saw a library error" });
     Ok(())
-}
-
-/// Threads racing open/ioctl/mmap/close of /dev/hduN against its unbind, `rounds` times.
-/// With `through_bind` they also race the bind (probe): that crashes hdu.ko today (open
-/// during probe sees the misc device before its shared state is initialised; see the report),
-/// so the suite pauses the racers around each bind (`--mode knownbugs` does not).
-pub fn unbind_race(core: u32, rounds: u32, through_bind: bool) -> Case {
-    let devname = hdu_device(core)?;
-    let stop = Arc::new(AtomicBool::new(false));
-    let pause = Arc::new(AtomicBool::new(false));
-    let parked = Arc::new(AtomicU64::new(0));
-    let ops = Arc::new(AtomicU64::new(0));
-    let node = format!("/dev/hdu{core}");
-    let racers: Vec<_> = (0..2)
-        .map(|_| {
-            let (stop, pause, parked, ops, node) = (stop.clone(), pause.clone(), parked.clone(), ops.clone(), node.clone());
-            std::thread::spawn(move || {
-                while !stop.load(Relaxed) {
-                    if pause.load(SeqCst) {
-                        parked.fetch_add(1, SeqCst);
-                        while pause.load(SeqCst) && !stop.load(Relaxed) {
-                            std::thread::sleep(Duration::from_millis(1));
-                        }
-                        parked.fetch_sub(1, SeqCst);
-                        continue;
-                    }
-                    if let Ok(fd) = open(&node) {
-                        let mut hi = HduInfo::default();
-                        let _ = ioctl(&fd, HDU_IOC_GET_INFO, &mut hi);
-                        // The mapping may be zapped by an unbind at any point: do not touch it.
-                        let _m = Map::shared(&fd, 4096, 0);
-                        ops.fetch_add(1, Relaxed);
-                    }
-                    std::thread::yield_now();
-                }
-            })
-        })
-        .collect();
-    let mut res = Ok(());
-    for _ in 0..rounds {
-        std::thread::sleep(Duration::from_millis(20));
-        if let Err(e) = std::fs::write("/sys/bus/platform/drivers/hdu/unbind", &devname) {
-            res = Err(format!("unbind: {e}"));
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-        if !through_bind {
-            pause.store(true, SeqCst);
-            let t0 = Instant::now();
-            while parked.load(SeqCst) < 2 && t0.elapsed() < Duration::from_secs(5) {
-                std::thread::sleep(Duration::from_millis(1));
-            }
-        }
-        let r = std::fs::write("/sys/bus/platform/drivers/hdu/bind", &devname);
-        pause.store(false, SeqCst);
-        if let Err(e) = r {
-            res = Err(format!("bind: {e}"));
-            break;
-        }
-    }
-    stop.store(true, Relaxed);
-    for r in racers {
-        if r.join().is_err() {
-            res = Err("racer panicked".into());
-        }
-    }
-    res?;
-    println!("# hdu{core}: {rounds} unbind/bind rounds under {} racing open/ioctl/mmap/close", ops.load(Relaxed));
-    let t0 = Instant::now();
-    while !exists(&node) {
-        check(t0.elapsed() < Duration::from_secs(5), "node did not come back")?;
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    let d = dev()?;
-    let mut h = handle(&d, core, Duration::from_secs(5))?;
-    let mut b = h.buf_alloc(BLOCK).map_err(|e| e.to_string())?;
-    write_read(&mut h, &mut b, crate::fixtures::data::scratch(d.info().capacity_lbas) + 0x3_8000, 77)
 }
 
 /// Unbind/bind cases (they need I/O; run them before the reload cycles).

@@ -17,9 +17,9 @@
 //! assertions: `make wrr`, `figures`, `qos-evidence`, `bench-guest`, ...) are another binary,
 //! `dnvm-guest-lab` (qemu/guest-lab).
 
+use dnvm_guest_tests::fixtures::ublk_srv;
 use dnvm_guest_tests::{
     drivers, errtable, faults, fio, fuzz, isolation, kdrv, klog, known_bugs, library, lifecycle, rawio, soak, stress, summary, tap, ublk,
-    ublk_srv,
 };
 
 /// The modes of the experiments binary (`dnvm-guest-lab`), named in the usage error.

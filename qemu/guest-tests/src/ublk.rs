@@ -3,9 +3,9 @@
 //! Geometry, verified raw writes with fio (4 jobs), ext4 with concurrent writer processes and
 //! fsck, kill -9 + `--recover` with every fsync'd file intact, SIGTERM cleanup, bad input.
 
+use crate::fixtures::ublk_srv::{cores_free, gone, run, ublk_devs, verify_file, Server};
 use crate::sys::sh;
 use crate::tap::{check, eq, Case, Tap};
-use crate::ublk_srv::{cores_free, gone, run, ublk_devs, verify_file, Server};
 use std::process::{Child, Command};
 
 const CORES: &str = "0,1";

@@ -3,9 +3,9 @@
 //! connect with nvme-cli, data written through the fabric read back through ublk and the
 //! other way round, disconnect, unexport leaves configfs empty; port in use is an error.
 
+use crate::fixtures::ublk_srv::{run as srv, Server};
 use crate::sys::sh;
 use crate::tap::{check, Case, Tap};
-use crate::ublk_srv::{run as srv, Server};
 
 const ADDR: &str = "127.0.0.1:4420";
 const HOSTID: &str = "6a1f0b1e-0000-4000-8000-000000000016";

@@ -13,9 +13,9 @@
 //! unset, these cases and the unit cases do not run (`make ublk-stop`, or `make check
 //! UBLK_STOP_ITERS=N`).
 
+use crate::fixtures::ublk_srv::{cores_free, gone, run as srv, ublk_devs, verify_file, Server, SERVER};
 use crate::sys::sh;
 use crate::tap::{check, eq, Case, Tap};
-use crate::ublk_srv::{cores_free, gone, run as srv, ublk_devs, verify_file, Server, SERVER};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 

@@ -7,9 +7,9 @@
 //! initiator's commands exactly as `nvmedl-ublk export` prints them, from a guest without
 //! `/etc/nvme/hostnqn` or `hostid`.
 
+use crate::fixtures::ublk_srv::{gone, verify_file};
 use crate::sys::sh;
 use crate::tap::{check, Case, Tap};
-use crate::ublk_srv::{gone, verify_file};
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader};
 use std::os::unix::net::UnixDatagram;
@@ -236,7 +236,7 @@ fn export_unit(t: &mut Tap) {
             ));
             let d = shok(&format!("nvme disconnect -n {nqn}"));
             let stop = export.argv("ExecStop", ID).and_then(|a| {
-                let (ok, o) = crate::ublk_srv::run(&a[1..].iter().map(String::as_str).collect::<Vec<_>>());
+                let (ok, o) = crate::fixtures::ublk_srv::run(&a[1..].iter().map(String::as_str).collect::<Vec<_>>());
                 check(ok, format!("ExecStop: {o}"))
             });
             io.and(d).and(stop)
