@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use directnvm_abi::*;
 use nvmedl::{Completion, Error, Handle, Request};
 
-use crate::fixtures::data as soak;
+use crate::fixtures::data;
 use crate::fixtures::data::{dev, handle, read_check, verify, write_gen, write_read, BLOCK, BLOCK_LBAS};
 use crate::fixtures::mailbox::Mailbox;
 use crate::summary::{self, FAULTS_INJECTED, FAULTS_SURVIVED, IOS_VERIFIED};
@@ -24,7 +24,7 @@ use crate::tap::{check, eq, Case, Tap};
 /// LBA range of the fault cases (below the soak area, away from other groups' ranges).
 fn area(h: &Handle, core: u32) -> u64 {
     let cap = h.capacity_lbas();
-    soak::scratch(cap) + u64::from(core) * 0x1000
+    data::scratch(cap) + u64::from(core) * 0x1000
 }
 
 /// Wait (bounded) until the handle is not wedged any more, polling it.
@@ -117,7 +117,7 @@ fn io_error(mb: &Mailbox) -> Case {
                 // Rev 1 (documented): no status path, the library reports success; the data
                 // did not move, which the pattern check sees.
                 eq(r, Ok(()), "faulted read on rev 1 (no status path)")?;
-                check(soak::compare(bufs[i].as_slice(), lba(i), &[1]).is_err(), "rev 1: the faulted read moved data")?;
+                check(data::compare(bufs[i].as_slice(), lba(i), &[1]).is_err(), "rev 1: the faulted read moved data")?;
             }
         } else {
             r.map_err(|e| format!("read {i} beside the faulted one failed: {e}"))?;
@@ -129,7 +129,7 @@ fn io_error(mb: &Mailbox) -> Case {
     // Writes (generation 2): block 5 fails and keeps generation 1.
     mb.fault(TESTDEV_FAULT_IO_ERROR, &[lba(5), lba(5) + BLOCK_LBAS, STATUS & !0xff | 0x80, 0x01, 1])?;
     for (i, b) in bufs.iter_mut().enumerate() {
-        soak::fill(b.as_mut_slice(), lba(i), &[2]);
+        data::fill(b.as_mut_slice(), lba(i), &[2]);
         h.submit(Request::write(b, lba(i)).tag(i as u64)).map_err(|e| format!("submit write {i}: {e}"))?;
     }
     h.kick();
@@ -162,7 +162,7 @@ fn stuck(mb: &Mailbox) -> Case {
     let mut b = h.buf_alloc(4 * BLOCK).map_err(|e| e.to_string())?;
     write_read(&mut h, &mut b, base, 1)?;
     mb.fault(TESTDEV_FAULT_STUCK, &[u64::from(core), 1])?;
-    soak::fill(b.as_mut_slice(), base, &[2; 4]);
+    data::fill(b.as_mut_slice(), base, &[2; 4]);
     let mut t0 = Instant::now();
     let r = h.write(&b, base);
     if rev.has_status() {
@@ -216,7 +216,7 @@ fn drop_start(mb: &Mailbox) -> Case {
     write_read(&mut h, &mut b, base, 1)?; // leaves DONE = 1
     let dropped0 = mb.stats(core)?[TESTDEV_STAT_DROPPED_STARTS];
     mb.fault(TESTDEV_FAULT_DROP_START, &[u64::from(core), 1])?;
-    soak::fill(b.as_mut_slice(), base, &[2; 2]);
+    data::fill(b.as_mut_slice(), base, &[2; 2]);
     let t0 = Instant::now();
     let r = h.write(&b, base);
     check(t0.elapsed() < Duration::from_secs(5), "dropped START: wait not bounded")?;
@@ -245,7 +245,7 @@ fn outage(mb: &Mailbox) -> Case {
     write_read(&mut h, &mut b, base, 1)?;
     mb.cmd(TESTDEV_CMD_QUIESCE, &[])?;
     summary::add(&FAULTS_INJECTED, 1);
-    soak::fill(b.as_mut_slice(), base, &[2]);
+    data::fill(b.as_mut_slice(), base, &[2]);
     let t0 = Instant::now();
     let r = h.write(&b, base);
     let took = t0.elapsed();
@@ -287,7 +287,7 @@ fn restart(mb: &Mailbox) -> Case {
 
     // The write is in flight (started, not yet serviced) when the device restarts.
     mb.cmd(TESTDEV_CMD_QUIESCE, &[])?;
-    soak::fill(buf.as_mut_slice(), b, &[2; 4]);
+    data::fill(buf.as_mut_slice(), b, &[2; 4]);
     h.submit(Request::write(&buf, b).tag(0)).map_err(|e| format!("submit: {e}"))?;
     h.kick();
     mb.cmd(TESTDEV_CMD_RESTART, &[])?;
