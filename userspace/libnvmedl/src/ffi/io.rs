@@ -120,12 +120,17 @@ fn sum(done: &[Completion]) -> c_int {
             first_err.get_or_insert(e.code());
         }
     }
+    first_error_or(first_err, done.len() as c_int)
+}
+
+/// The first error code (also recorded as the thread's last error), or `ok` if there was none.
+fn first_error_or(first_err: Option<c_int>, ok: c_int) -> c_int {
     match first_err {
         Some(e) => {
             set_last(e);
             e
         }
-        None => done.len() as c_int,
+        None => ok,
     }
 }
 
@@ -224,13 +229,7 @@ pub unsafe extern "C" fn nvmedl_wait(h: *mut NvmedlHandle) -> c_int {
                 k => total += k,
             }
         }
-        match first_err {
-            Some(e) => {
-                set_last(e);
-                e
-            }
-            None => total,
-        }
+        first_error_or(first_err, total)
     })
 }
 
