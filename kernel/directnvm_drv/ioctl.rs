@@ -71,138 +71,75 @@ mod tests {
 
     #[test]
     fn every_command_decodes() {
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_INFO), Ok(Cmd::GetInfo));
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_LAYOUT), Ok(Cmd::GetLayout));
-        assert_eq!(decode_ioctl(DNVM_IOC_CLAIM), Ok(Cmd::Claim));
-        assert_eq!(decode_ioctl(DNVM_IOC_RELEASE), Ok(Cmd::Release));
-        assert_eq!(
-            decode_ioctl(DNVM_IOC_CONTROLLER_INIT),
-            Ok(Cmd::ControllerInit)
-        );
-        assert_eq!(
-            decode_ioctl(DNVM_IOC_SET_ARBITRATION),
-            Ok(Cmd::SetArbitration)
-        );
-        assert_eq!(decode_ioctl(DNVM_IOC_GET_STATS), Ok(Cmd::GetStats));
+        for (nr, cmd) in [
+            (DNVM_IOC_GET_INFO, Cmd::GetInfo),
+            (DNVM_IOC_GET_LAYOUT, Cmd::GetLayout),
+            (DNVM_IOC_CLAIM, Cmd::Claim),
+            (DNVM_IOC_RELEASE, Cmd::Release),
+            (DNVM_IOC_CONTROLLER_INIT, Cmd::ControllerInit),
+            (DNVM_IOC_SET_ARBITRATION, Cmd::SetArbitration),
+            (DNVM_IOC_GET_STATS, Cmd::GetStats),
+        ] {
+            assert_eq!(decode_ioctl(nr), Ok(cmd));
+        }
     }
 
     #[test]
     fn wrong_size_or_direction_is_einval_unknown_is_enotty() {
         let info = core::mem::size_of::<DnvmInfo>();
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8)),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8)),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info)),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4)),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8)),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8)),
-            Err(ENOTTY)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8)),
-            Err(ENOTTY)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8)),
-            Err(ENOTTY)
-        );
-        assert_eq!(
-            decode_ioctl(dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info)),
-            Err(ENOTTY)
-        );
-        assert_eq!(decode_ioctl(0), Err(ENOTTY));
+        for (nr, err) in [
+            (
+                dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info - 8),
+                EINVAL,
+            ),
+            (
+                dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x01, info + 8),
+                EINVAL,
+            ),
+            (dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x01, info), EINVAL),
+            (dnvm_ioc(DNVM_IOC_WRITE, DNVM_IOC_MAGIC, 0x03, 4), EINVAL),
+            (dnvm_ioc(DNVM_IOC_NONE, DNVM_IOC_MAGIC, 0x05, 8), EINVAL),
+            (dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x00, 8), ENOTTY),
+            (dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x08, 8), ENOTTY),
+            (dnvm_ioc(DNVM_IOC_READ, DNVM_IOC_MAGIC, 0x7f, 8), ENOTTY),
+            (dnvm_ioc(DNVM_IOC_READ, HDU_IOC_MAGIC, 0x01, info), ENOTTY),
+            (0, ENOTTY),
+        ] {
+            assert_eq!(decode_ioctl(nr), Err(err));
+        }
     }
 
     #[test]
     fn claim_arguments() {
-        assert_eq!(validate_claim(&DnvmClaim { core: 0, flags: 0 }, 4), Ok(0));
-        assert_eq!(validate_claim(&DnvmClaim { core: 3, flags: 0 }, 4), Ok(3));
-        assert_eq!(
-            validate_claim(&DnvmClaim { core: 4, flags: 0 }, 4),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_claim(
-                &DnvmClaim {
-                    core: u32::MAX,
-                    flags: 0
-                },
-                4
-            ),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_claim(&DnvmClaim { core: 0, flags: 1 }, 4),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_claim(&DnvmClaim { core: 8, flags: 0 }, 9),
-            Err(EINVAL)
-        );
+        for (core, flags, cores, want) in [
+            (0, 0, 4, Ok(0)),
+            (3, 0, 4, Ok(3)),
+            (4, 0, 4, Err(EINVAL)),
+            (u32::MAX, 0, 4, Err(EINVAL)),
+            (0, 1, 4, Err(EINVAL)),
+            (8, 0, 9, Err(EINVAL)),
+        ] {
+            assert_eq!(validate_claim(&DnvmClaim { core, flags }, cores), want);
+        }
     }
 
     #[test]
     fn arbitration_arguments() {
+        let arb = |burst, high, medium, low| DnvmArbitration {
+            burst,
+            high,
+            medium,
+            low,
+        };
         assert_eq!(validate_arbitration(&nvme::DEFAULT_ARBITRATION), Ok(()));
-        assert_eq!(
-            validate_arbitration(&DnvmArbitration {
-                burst: 7,
-                high: 255,
-                medium: 255,
-                low: 255
-            }),
-            Ok(())
-        );
-        assert_eq!(
-            validate_arbitration(&DnvmArbitration {
-                burst: 8,
-                high: 0,
-                medium: 0,
-                low: 0
-            }),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_arbitration(&DnvmArbitration {
-                burst: 0,
-                high: 256,
-                medium: 0,
-                low: 0
-            }),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_arbitration(&DnvmArbitration {
-                burst: 0,
-                high: 0,
-                medium: 256,
-                low: 0
-            }),
-            Err(EINVAL)
-        );
-        assert_eq!(
-            validate_arbitration(&DnvmArbitration {
-                burst: 0,
-                high: 0,
-                medium: 0,
-                low: u32::MAX
-            }),
-            Err(EINVAL)
-        );
+        assert_eq!(validate_arbitration(&arb(7, 255, 255, 255)), Ok(()));
+        for bad in [
+            arb(8, 0, 0, 0),
+            arb(0, 256, 0, 0),
+            arb(0, 0, 256, 0),
+            arb(0, 0, 0, u32::MAX),
+        ] {
+            assert_eq!(validate_arbitration(&bad), Err(EINVAL));
+        }
     }
 }
