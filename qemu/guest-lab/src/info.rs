@@ -2,7 +2,7 @@
 //! `dnvm-guest-lab info` (`make demo`): what the stack sees, as text.
 
 use directnvm_abi::*;
-use dnvm_guest_tests::drivers::{hdu_info, info, layout};
+use dnvm_guest_tests::fixtures::ioctl::{hdu_info, info, layout};
 use dnvm_guest_tests::sys::open;
 
 /// Demo output: what the stack sees.

@@ -2,6 +2,7 @@
 //! Probe, ioctl and mmap rules of /dev/directnvm and /dev/hduN, checked against the live device
 //! tree, plus the module load/unload cycle.
 
+use crate::fixtures::ioctl::{claim, expect_errno, hdu_info, info, layout};
 use crate::sys::{self, errno, ioctl, ioctl_none, open, Map};
 use crate::tap::{check, eq, Case, Tap};
 use directnvm_abi::*;
@@ -45,39 +46,6 @@ fn find_board() -> Result<Board, String> {
         }
     }
     Ok(Board { engine: engine.ok_or("no directnvm,engine node")?, hdus, carve: carve.ok_or("no no-map reserved-memory node")? })
-}
-
-/// `DNVM_IOC_GET_INFO` on /dev/directnvm.
-pub fn info(fd: &std::os::fd::OwnedFd) -> std::io::Result<DnvmInfo> {
-    // SAFETY: DnvmInfo is plain integers; all-zero is valid.
-    let mut i: DnvmInfo = unsafe { std::mem::zeroed() };
-    ioctl(fd, DNVM_IOC_GET_INFO, &mut i).map(|_| i)
-}
-
-/// `DNVM_IOC_GET_LAYOUT` on /dev/directnvm.
-pub fn layout(fd: &std::os::fd::OwnedFd) -> std::io::Result<DnvmLayout> {
-    // SAFETY: DnvmLayout is plain integers; all-zero is valid.
-    let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
-    ioctl(fd, DNVM_IOC_GET_LAYOUT, &mut l).map(|_| l)
-}
-
-/// `HDU_IOC_GET_INFO` on /dev/hduN.
-pub fn hdu_info(fd: &std::os::fd::OwnedFd) -> std::io::Result<HduInfo> {
-    let mut i = HduInfo::default();
-    ioctl(fd, HDU_IOC_GET_INFO, &mut i).map(|_| i)
-}
-
-fn claim(fd: &std::os::fd::OwnedFd, core: u32, release: bool) -> std::io::Result<()> {
-    let mut c = DnvmClaim { core, flags: 0 };
-    ioctl(fd, if release { DNVM_IOC_RELEASE } else { DNVM_IOC_CLAIM }, &mut c)
-}
-
-fn expect_errno<T>(r: std::io::Result<T>, want: i32, what: &str) -> Case {
-    match r {
-        Ok(_) => Err(format!("{what}: succeeded, want errno {want}")),
-        Err(e) if errno(&e) == want => Ok(()),
-        Err(e) => Err(format!("{what}: got {e}, want errno {want}")),
-    }
 }
 
 fn region(l: &DnvmLayout, core: u32, kind: u32) -> Option<DnvmRegion> {

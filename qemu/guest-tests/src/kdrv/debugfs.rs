@@ -3,7 +3,8 @@
 
 use directnvm_abi::*;
 
-use super::{claim, dn_info, dn_layout, hdu_info, hex, read_text, s};
+use super::{dn_info, dn_layout, hdu_info, hex, read_text, s};
+use crate::fixtures::ioctl::claim;
 use crate::sys::{open, Map};
 use crate::tap::{check, eq, Tap};
 

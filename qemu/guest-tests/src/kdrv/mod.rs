@@ -12,8 +12,11 @@ use std::os::fd::{FromRawFd, OwnedFd};
 
 use directnvm_abi::*;
 
-use crate::sys::{errno, ioctl, open};
-use crate::tap::{Case, Tap};
+use crate::fixtures::ioctl;
+// Raw-register I/O on one claimed core (the protocol of docs/hardware.md §7).
+use crate::fixtures::raw_core::setup as core;
+use crate::sys::open;
+use crate::tap::Tap;
 
 mod debugfs;
 mod modules;
@@ -34,49 +37,24 @@ fn open_flags(path: &str, flags: i32) -> io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-fn expect_errno<T>(r: io::Result<T>, want: i32, what: &str) -> Case {
-    match r {
-        Ok(_) => Err(format!("{what}: succeeded, want errno {want}")),
-        Err(e) if errno(&e) == want => Ok(()),
-        Err(e) => Err(format!("{what}: got {e}, want errno {want}")),
-    }
-}
-
 fn dn_info(fd: &OwnedFd) -> Result<DnvmInfo, String> {
-    // SAFETY: plain-integer struct, all-zero valid.
-    let mut i: DnvmInfo = unsafe { std::mem::zeroed() };
-    ioctl(fd, DNVM_IOC_GET_INFO, &mut i).map_err(s)?;
-    Ok(i)
+    ioctl::info(fd).map_err(s)
 }
 
 fn dn_stats(fd: &OwnedFd) -> Result<DnvmStats, String> {
-    let mut st = DnvmStats::default();
-    ioctl(fd, DNVM_IOC_GET_STATS, &mut st).map_err(s)?;
-    Ok(st)
+    ioctl::stats(fd).map_err(s)
 }
 
 fn dn_layout(fd: &OwnedFd) -> Result<DnvmLayout, String> {
-    // SAFETY: plain-integer struct, all-zero valid.
-    let mut l: DnvmLayout = unsafe { std::mem::zeroed() };
-    ioctl(fd, DNVM_IOC_GET_LAYOUT, &mut l).map_err(s)?;
-    Ok(l)
+    ioctl::layout(fd).map_err(s)
 }
 
 fn hdu_info(fd: &OwnedFd) -> Result<HduInfo, String> {
-    let mut i = HduInfo::default();
-    ioctl(fd, HDU_IOC_GET_INFO, &mut i).map_err(s)?;
-    Ok(i)
+    ioctl::hdu_info(fd).map_err(s)
 }
 
 fn hdu_stats(fd: &OwnedFd) -> Result<HduStats, String> {
-    let mut st = HduStats::default();
-    ioctl(fd, HDU_IOC_GET_STATS, &mut st).map_err(s)?;
-    Ok(st)
-}
-
-fn claim(fd: &OwnedFd, core: u32, release: bool) -> io::Result<()> {
-    let mut c = DnvmClaim { core, flags: 0 };
-    ioctl(fd, if release { DNVM_IOC_RELEASE } else { DNVM_IOC_CLAIM }, &mut c)
+    ioctl::hdu_stats(fd).map_err(s)
 }
 
 /// Revision of the board's HDUs (from hdu0).
@@ -93,14 +71,6 @@ fn read_text(path: &str) -> Result<String, String> {
 fn hex(v: &str) -> Result<u64, String> {
     u64::from_str_radix(v.trim_start_matches("0x"), 16).map_err(|e| format!("{v}: {e}"))
 }
-
-// ------------------------------------------------------------------------------------------
-// Raw-register I/O on one claimed core (the protocol of docs/hardware.md §7)
-// ------------------------------------------------------------------------------------------
-
-use crate::fixtures::raw_core::setup as core;
-
-// ------------------------------------------------------------------------------------------
 
 /// Every case of this group.
 pub fn run(t: &mut Tap) {

@@ -8,7 +8,8 @@ use directnvm_abi::*;
 
 use super::debugfs::DBG;
 use super::reinit::{reinit_lba, REINIT_BLOCKS};
-use super::{core, expect_errno, hdu_info, hdu_stats, open_flags, read_text, s};
+use super::{core, hdu_info, hdu_stats, open_flags, read_text, s};
+use crate::fixtures::ioctl::expect_errno;
 use crate::sys::{ioctl_none, open, sh, Map};
 use crate::tap::{check, eq, Case, Tap};
 

@@ -7,7 +7,8 @@ use std::time::{Duration, Instant};
 
 use directnvm_abi::*;
 
-use super::{claim, core, dn_info, dn_stats, expect_errno, hdu_stats, open_flags, s};
+use super::{core, dn_info, dn_stats, hdu_stats, open_flags, s};
+use crate::fixtures::ioctl::{claim, expect_errno};
 use crate::sys::{self, ioctl, ioctl_none, open, Map};
 use crate::tap::{check, eq, Case, Tap};
 
