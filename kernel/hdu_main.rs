@@ -25,34 +25,28 @@ mod kshim;
 /// The driver: probe, `/dev/hduN`, sysfs and debugfs.
 mod hdu_drv;
 
-#[cfg(not(dnvm_pre_7_3))]
-kernel::module_platform_driver! {
-    type: hdu_drv::HduDriver,
-    name: "hdu",
-    authors: ["DirectNVM-rs developers"],
-    description: "DirectNVM Hardware Dispatch Unit driver",
-    license: "GPL",
-    params: {
-        shared_readonly: bool {
-            default: false,
-            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
-        },
-    },
+/// The module, with `shared_readonly` of type `$flag` (default `$off`): a `bool` from 7.3 on; a
+/// byte (0 or 1; `shared_readonly=1` works on both) before 7.3, whose kernel crate has no `bool`
+/// parameters.
+macro_rules! hdu_module {
+    ($flag:ident, $off:tt) => {
+        kernel::module_platform_driver! {
+            type: hdu_drv::HduDriver,
+            name: "hdu",
+            authors: ["DirectNVM-rs developers"],
+            description: "DirectNVM Hardware Dispatch Unit driver",
+            license: "GPL",
+            params: {
+                shared_readonly: $flag {
+                    default: $off,
+                    description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
+                },
+            },
+        }
+    };
 }
 
-// The same module for kernels before 7.3, whose kernel crate has no `bool` parameters: there
-// `shared_readonly` is a byte (0 or 1; `shared_readonly=1` works on both). Keep the two in step.
+#[cfg(not(dnvm_pre_7_3))]
+hdu_module!(bool, false);
 #[cfg(dnvm_pre_7_3)]
-kernel::module_platform_driver! {
-    type: hdu_drv::HduDriver,
-    name: "hdu",
-    authors: ["DirectNVM-rs developers"],
-    description: "DirectNVM Hardware Dispatch Unit driver",
-    license: "GPL",
-    params: {
-        shared_readonly: u8 {
-            default: 0,
-            description: "Allow any number of read-only (O_RDONLY) opens of /dev/hduN beside the exclusive owner, for diagnostics: GET_INFO/GET_STATS only, no mmap, no reset",
-        },
-    },
-}
+hdu_module!(u8, 0);
