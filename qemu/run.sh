@@ -129,7 +129,9 @@ if [ $NVME -eq 1 ]; then
   NVME_APPEND=" nvme.poll_queues=${NVME_POLL_QUEUES:-2}"
 fi
 
-APPEND="console=ttyAMA0 mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE${LAB:+ dnvm.lab=$LAB} loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
+# log_buf_len: the kernel log is checked at the end of a mode (KUnit results printed at boot,
+# splats), so it must hold a whole run: long runs (make ublk-stop) log many I/O errors.
+APPEND="console=ttyAMA0 log_buf_len=16M mem=${DNVM_KERNEL_MEM_MB}M rdinit=/init dnvm.mode=$MODE${LAB:+ dnvm.lab=$LAB} loglevel=4 panic=-1 kunit.enable=1 kunit.autorun=1$NVME_APPEND$GUEST_ENV"
 "${PIN_QEMU[@]}" timeout --kill-after=10 "$TIMEOUT" qemu-system-aarch64 "${MACHINE[@]}" -dtb "$WORK/board.dtb" \
   "${NVME_ARGS[@]}" -kernel "$IMAGE" -initrd "$INITRD" -append "$APPEND" -nographic -no-reboot \
   -serial mon:stdio < /dev/null > >(tee "$WORK/console.log") 2>&1 &
