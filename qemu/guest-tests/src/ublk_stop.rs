@@ -9,7 +9,8 @@
 //! intact after the journal replay. A bound that passes dumps the kernel stacks of every task
 //! in D state on the console (and `sysrq w` when the kernel has it) before the case fails.
 //!
-//! `DNVM_UBLK_STOP_ITERS` sets the number of stops (every third one is a `kill -9` + `del`);
+//! `DNVM_UBLK_STOP_ITERS` sets the number of stops (every third one is a `kill -9` + `del`, every
+//! sixth a SIGTERM followed by `kill -9` while the stop is under way, then `del`);
 //! unset, these cases and the unit cases do not run (`make ublk-stop`, or `make check
 //! UBLK_STOP_ITERS=N`).
 
@@ -174,6 +175,9 @@ fn writers_end(ws: Vec<Child>) -> Case {
 enum How {
     Term,
     Kill9Del,
+    /// SIGTERM, then `kill -9` while the stop is under way (a service manager's stop timeout),
+    /// then `del`: the server must still be gone at once, nothing left in D state.
+    TermKill9,
 }
 
 /// Stop the server the way `how` says; Ok(time until the server or `del` was done).
@@ -186,6 +190,20 @@ fn stop(s: Server, how: How) -> Result<Duration, String> {
             let (st, took) = run_bounded(SERVER, &["del", &id], STOP_BOUND)?;
             check(st.success(), format!("`nvmedl-ublk del {id}` exited with {st}"))?;
             Ok(took)
+        }
+        How::TermKill9 => {
+            let t0 = Instant::now();
+            // SAFETY: plain kill(2) on our own child's pid.
+            unsafe { libc::kill(s.pid(), libc::SIGTERM) };
+            std::thread::sleep(Duration::from_millis(20));
+            s.kill9();
+            // The device may be gone already (the stop finished first): then `del` says so.
+            let (st, _) = run_bounded(SERVER, &["del", &id], STOP_BOUND)?;
+            check(
+                st.success() || !std::path::Path::new(&format!("/dev/ublkc{id}")).exists(),
+                format!("`nvmedl-ublk del {id}` exited with {st}"),
+            )?;
+            Ok(t0.elapsed())
         }
     }
 }
@@ -284,11 +302,15 @@ pub fn run(t: &mut Tap, iters: usize) {
         s.stop()?;
         r
     });
-    t.case(&format!("ublk stop: {iters} stops (SIGTERM; every third kill -9 + del) under fsync'd writes: each done < 5 s, no task left in D state, every fsync'd file intact, fsck clean"), || {
+    t.case(&format!("ublk stop: {iters} stops (SIGTERM; every third kill -9 + del; every sixth SIGTERM then kill -9 mid-stop + del) under fsync'd writes: each done < 5 s, no task left in D state, every fsync'd file intact, fsck clean"), || {
         let (mut longest, mut files, mut unconf, mut missing) = (Duration::ZERO, 0, 0, 0);
         let mut prev: Round = (Vec::new(), Vec::new(), Duration::ZERO);
         for i in 0..iters {
-            let how = if i % 3 == 2 { How::Kill9Del } else { How::Term };
+            let how = match (i % 3, i % 6) {
+                (2, _) => How::Kill9Del,
+                (_, 4) => How::TermKill9,
+                _ => How::Term,
+            };
             prev = round(i, how, &prev, &mut missing).map_err(|e| format!("round {i} ({how:?}): {e}"))?;
             files += prev.0.len();
             unconf += prev.1.len();

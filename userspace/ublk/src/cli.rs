@@ -30,6 +30,12 @@ pub enum Cmd {
         /// ublk device id.
         id: i32,
     },
+    /// Internal: STOP_DEV for a server, from a process of its own (see `stopper.rs`).
+    #[command(hide = true)]
+    StopDev {
+        /// ublk device id.
+        id: i32,
+    },
 }
 
 #[derive(Debug, Args)]

@@ -16,6 +16,7 @@ mod geometry;
 mod queue;
 mod serve;
 mod signals;
+mod stopper;
 
 use clap::Parser;
 use cli::{Cli, Cmd};
@@ -64,6 +65,7 @@ fn main() {
         Cmd::Unexport(a) => export::unexport(a),
         Cmd::Del { id } => del(id),
         Cmd::List => list(),
+        Cmd::StopDev { id } => stopper::stop_dev(id),
     };
     if let Err(e) = r {
         eprintln!("nvmedl-ublk: {e}");

@@ -14,6 +14,7 @@ use crate::error::{Result, UblkSrvError};
 use crate::geometry::Geometry;
 use crate::queue::{self, CoreIo};
 use crate::signals;
+use crate::stopper::Stopper;
 use libublk::ctrl::{UblkCtrl, UblkCtrlBuilder};
 use libublk::io::UblkDev;
 use libublk::{sys, UblkFlags};
@@ -163,6 +164,9 @@ pub fn serve(a: ServeArgs) -> Result<()> {
         if geo.flush { "yes" } else { "no (no volatile cache)" }
     );
     let recovering = old.is_some();
+    // The stop under way (`stopper.rs`), reaped once the queues have ended.
+    let stopping = Arc::new(Mutex::new(None));
+    let stopping2 = stopping.clone();
     let dev_fn = move |ctrl: &UblkCtrl| {
         let id = ctrl.dev_info().dev_id;
         let what = if recovering { "recovered" } else { "ready" };
@@ -174,9 +178,12 @@ pub fn serve(a: ServeArgs) -> Result<()> {
             signals::Stop::QueueEnded => eprintln!("nvmedl-ublk: a queue of /dev/ublkb{id} ended (device deleted?), stopping"),
         }
         let _ = sd_notify::notify(&[sd_notify::NotifyState::Stopping]);
-        let _ = ctrl.kill_dev();
+        *stopping.lock().unwrap_or_else(|e| e.into_inner()) = Some(Stopper::start(ctrl));
     };
     ctrl.run_target(tgt_init, q_fn, dev_fn)?;
+    if let Some(s) = stopping2.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        s.finish();
+    }
     // Only a stopped server reaches this point: the device goes with it, without waiting for
     // whoever still holds /dev/ublkbN open (a mounted file system) to let go.
     delete(&ctrl, i32::try_from(ctrl.dev_info().dev_id).unwrap_or(-1))
