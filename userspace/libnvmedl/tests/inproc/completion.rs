@@ -298,3 +298,18 @@ fn c_abi_tagged_submission() {
     }
     nvmedl_admin_fini();
 }
+
+/// `batch: 64` and 64 submits start exactly one hardware batch (the guest's kill-mid-batch case
+/// relies on one long batch being in flight).
+#[test]
+fn batch_threshold_makes_one_batch_of_64() {
+    let (_ip, dev) = board_with(HDU_REV2, 1, 0);
+    let mut h = dev.handle_with(0, HandleOptions { batch: 64, timeout: Duration::from_secs(10), ..opts() }).unwrap();
+    let bufs: Vec<_> = (0..64).map(|_| h.buf_alloc(4096).unwrap()).collect();
+    let b0 = h.stats().batches;
+    for (i, b) in bufs.iter().enumerate() {
+        h.submit(Request::read(b, i as u64 * 8)).unwrap();
+    }
+    h.kick();
+    assert_eq!(h.stats().batches, b0 + 1);
+}
