@@ -83,6 +83,27 @@ fn blocked_tasks() -> Vec<(String, String)> {
     v
 }
 
+/// Every thread of every nvmedl-ublk process: ("/proc/pid/task/tid", comm, state letter).
+fn server_threads() -> Vec<(String, String, char)> {
+    let mut v = Vec::new();
+    for p in std::fs::read_dir("/proc").map(|r| r.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+        let pid = p.file_name().to_string_lossy().into_owned();
+        if !pid.bytes().all(|b| b.is_ascii_digit())
+            || std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default().trim() != "nvmedl-ublk"
+        {
+            continue;
+        }
+        for t in std::fs::read_dir(format!("/proc/{pid}/task")).map(|r| r.flatten().collect::<Vec<_>>()).unwrap_or_default() {
+            let dir = t.path().to_string_lossy().into_owned();
+            let stat = std::fs::read_to_string(format!("{dir}/stat")).unwrap_or_default();
+            let Some(close) = stat.rfind(')') else { continue };
+            let comm = stat[stat.find('(').map_or(0, |o| o + 1)..close].to_string();
+            v.push((dir, comm, stat[close + 1..].trim_start().chars().next().unwrap_or('?')));
+        }
+    }
+    v
+}
+
 /// Print the kernel stack of every task in D state on the console; returns a one-line summary.
 fn dump_blocked() -> String {
     let tasks = blocked_tasks();
@@ -90,6 +111,16 @@ fn dump_blocked() -> String {
         let stack = std::fs::read_to_string(format!("{dir}/stack")).unwrap_or_else(|e| format!("(no stack: {e})"));
         let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
         println!("# D state: {dir} ({comm}) wchan {wchan}");
+        for l in stack.lines() {
+            println!("#   {l}");
+        }
+    }
+    // The server's threads whatever their state (a server waiting in S or spinning in R is
+    // what the blocked ones wait for).
+    for (dir, comm, state) in server_threads() {
+        let stack = std::fs::read_to_string(format!("{dir}/stack")).unwrap_or_else(|e| format!("(no stack: {e})"));
+        let wchan = std::fs::read_to_string(format!("{dir}/wchan")).unwrap_or_default();
+        println!("# server thread: {dir} ({comm}) state {state} wchan {wchan}");
         for l in stack.lines() {
             println!("#   {l}");
         }
