@@ -206,7 +206,7 @@ DESTDIR ?=
 PROFILE ?= release
 INSTALL_MOD_DIR ?= extra
 INSTALL_VARS = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PROFILE="$(PROFILE)" \
-	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR SYSTEMDUNITDIR,$(if $($(v)),$(v)="$($(v))"))
+	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR SYSTEMDUNITDIR FIOENGINEDIR,$(if $($(v)),$(v)="$($(v))"))
 .PHONY: install uninstall modules_install test-install
 install:
 	@$(INSTALL_VARS) bash scripts/install.sh install
