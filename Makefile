@@ -17,7 +17,7 @@
 #   make install / uninstall [PREFIX=/usr/local] [DESTDIR=]   libnvmedl (.so with soname, .a,
 #                  header, pkg-config), nvmedl tools + man pages, udev rule; [KDIR=..] adds the modules
 #   make modules_install KDIR=<kernel build dir> [DESTDIR=] [INSTALL_MOD_DIR=extra]
-#   make oelint    the Yocto layer (docs/petalinux/meta-directnvm) against oelint-adv and Cargo.lock
+#   make oelint    the Yocto layer (meta-directnvm) against oelint-adv and Cargo.lock
 #   make fio       Debian's fio through the directnvm ioengine in the guest, rev 1 and rev 2
 #   make qos-evidence  the QoS figures in the guest (rev 2) + plots in build/qos/
 #   make qos-advise    the M/D/1/K depth model next to a measured open-loop depth sweep
@@ -28,11 +28,21 @@ SHELL := /bin/bash
 TOP := $(CURDIR)
 DIRECTNVM_CACHE ?= /var/cache/directnvm
 export DIRECTNVM_CACHE
+ifneq ($(KERNEL_SRC),)
+# Inside a distribution build: Yocto's module.bbclass passes KERNEL_SRC (and O=, CC, LD, ARCH
+# and a rustc of its own on PATH). Build against that tree with that toolchain and nothing of
+# this machine's: the kernel finds the Rust library sources from its own rustc.
+KDIR ?= $(KERNEL_SRC)
+KMAKE_TOOLS :=
+else
+# This machine's test builds (scripts/env.sh): the Debian LLVM 19 toolchain, rustup's rustc.
 ARCH ?= arm64
 LLVM ?= -19
 RUST_LIB_SRC ?= /usr/lib/rustlib/src/rust/library
 export LIBCLANG_PATH ?= /usr/lib/llvm-19/lib
 export PATH := $(HOME)/.cargo/bin:$(PATH)
+KMAKE_TOOLS = ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC)
+endif
 
 .PHONY: all modules deps kernel guest initramfs demo check test-host test-guest dtcheck clean \
 	test-64m bench bench-batch bench-idle bench-profile bench-guest bench-repro wrr fio qos-evidence qos-advise \
@@ -56,7 +66,7 @@ endif
 
 .PHONY: modules-build
 modules-build:
-	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) modules
+	$(MAKE) -C "$(KDIR)" M="$(TOP)" $(KMAKE_TOOLS) modules
 	@ls -l kernel/directnvm.ko kernel/hdu.ko
 
 guest: deps
@@ -77,6 +87,7 @@ test-host: deps lint
 .PHONY: lint fmt
 lint: deps
 	cargo fmt --all --check
+	python3 scripts/msrv-check.py
 	cargo clippy --workspace --all-targets -q -- -D warnings
 	@KDIR="$(KDIR)" bash scripts/kernel-lint.sh
 
@@ -198,7 +209,7 @@ DESTDIR ?=
 PROFILE ?= release
 INSTALL_MOD_DIR ?= extra
 INSTALL_VARS = PREFIX="$(PREFIX)" DESTDIR="$(DESTDIR)" PROFILE="$(PROFILE)" \
-	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR SYSTEMDUNITDIR,$(if $($(v)),$(v)="$($(v))"))
+	$(foreach v,BINDIR LIBDIR INCLUDEDIR MANDIR PKGCONFIGDIR UDEVRULESDIR SYSTEMDUNITDIR FIOENGINEDIR,$(if $($(v)),$(v)="$($(v))"))
 .PHONY: install uninstall modules_install test-install
 install:
 	@$(INSTALL_VARS) bash scripts/install.sh install
@@ -215,11 +226,11 @@ modules_install:
 	@echo "modules_install: give the kernel build tree: make modules_install KDIR=<dir>" >&2; exit 2
 else
 modules_install: modules
-	$(MAKE) -C "$(KDIR)" M="$(TOP)" ARCH=$(ARCH) LLVM=$(LLVM) RUST_LIB_SRC=$(RUST_LIB_SRC) \
+	$(MAKE) -C "$(KDIR)" M="$(TOP)" $(KMAKE_TOOLS) \
 	  INSTALL_MOD_PATH="$(DESTDIR)" INSTALL_MOD_DIR="$(INSTALL_MOD_DIR)" modules_install
 endif
 
-# The Yocto layer docs/petalinux/meta-directnvm: crate list vs Cargo.lock, license checksums, oelint-adv.
+# The Yocto layer meta-directnvm: crate list vs Cargo.lock, license checksums, oelint-adv.
 .PHONY: oelint
 oelint: deps
 	@bash scripts/check-recipes.sh

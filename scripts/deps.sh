@@ -13,9 +13,12 @@ mkdir -p "$STAMP_DIR"
 SUDO=
 [ "$(id -u)" -eq 0 ] || SUDO=sudo
 
+# fio: `make install` builds the fio engine against this machine's fio source, and
+# scripts/test-install.sh loads the installed engine into this machine's fio.
 APT_PKGS=(clang-19 lld-19 llvm-19 libclang-19-dev bc bison flex cpio kmod libelf-dev
   libssl-dev rsync device-tree-compiler gcc-aarch64-linux-gnu libc6-dev-arm64-cross
-  xz-utils python3-venv python3-dev swig file strace pkgconf dpkg-dev python3-matplotlib linux-perf)
+  xz-utils python3-venv python3-dev swig file strace pkgconf dpkg-dev python3-matplotlib linux-perf
+  fio)
 
 # The Debian mirror this machine already uses; the backports suites come from the same place.
 mirror_uri() {

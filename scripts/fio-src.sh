@@ -8,6 +8,10 @@
 # private source list (a deb-src stanza for the mirror the system already uses), private lists
 # and cache under $DIRECTNVM_CACHE: the system's apt configuration is left alone.
 # The version is the arm64 candidate of `fio`, i.e. the binary in the initramfs.
+#
+#   scripts/fio-src.sh          the source tree (userspace/fio/build.sh configures it for aarch64)
+#   scripts/fio-src.sh --host   a copy of it configured for this machine's cc (make install's
+#                               engine, loaded by this machine's fio of the same version)
 set -euo pipefail
 . "$(dirname "$0")/env.sh"
 
@@ -38,5 +42,17 @@ SRC
   rm -rf "$DIR.tmp/lists" "$DIR.tmp/cache"
   rm -rf "$DIR"; mv "$DIR.tmp" "$DIR"
   touch "$DIR/.complete"
+fi
+if [ "${1:-}" = --host ]; then
+  HOST=$DIR/host/fio-$UPVER
+  if [ ! -f "$HOST/config-host.h" ]; then
+    rm -rf "$DIR/host"; mkdir -p "$DIR/host"
+    cp -a "$SRC" "$HOST.tmp"
+    rm -f "$HOST.tmp/config-host.h" "$HOST.tmp/config-host.mak"
+    (cd "$HOST.tmp" && ./configure --disable-native --prefix=/usr >/dev/null) || { echo "fio-src: configure for the host failed" >&2; exit 1; }
+    mv "$HOST.tmp" "$HOST"
+  fi
+  echo "$HOST"
+  exit 0
 fi
 echo "$SRC"

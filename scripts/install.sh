@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT OR Apache-2.0
 # Install or uninstall libnvmedl, its header and pkg-config file, the tools (nvmedl, nvmedl-bench,
-# nvmedl-ublk), their man pages, the udev rule and nvmedl-ublk's systemd units (`make install` /
-# `make uninstall`; the kernel modules: `make modules_install`).
+# nvmedl-ublk), their man pages, the fio engine (libfio_directnvm.so, built against the source
+# of the fio this machine's apt serves: scripts/fio-src.sh --host), the udev rule and
+# nvmedl-ublk's systemd units (`make install` / `make uninstall`; the kernel modules:
+# `make modules_install`).
 #
 #   scripts/install.sh install|uninstall|files
 #   scripts/install.sh units DIR BINDIR   render the systemd units into DIR for programs in BINDIR
@@ -11,6 +13,7 @@
 #   PREFIX=/usr/local  DESTDIR=  BINDIR=$PREFIX/bin  LIBDIR=$PREFIX/lib
 #   INCLUDEDIR=$PREFIX/include  MANDIR=$PREFIX/share/man  PKGCONFIGDIR=$LIBDIR/pkgconfig
 #   UDEVRULESDIR=/etc/udev/rules.d  SYSTEMDUNITDIR=$PREFIX/lib/systemd/system
+#   FIOENGINEDIR=$LIBDIR/fio (fio --ioengine=external:$FIOENGINEDIR/libfio_directnvm.so)
 #   PROFILE=release (cargo profile: release or dev)
 #   NO_BUILD=1: install what target/ holds without running cargo.
 # `files` prints the installed paths (without DESTDIR), which is also what uninstall removes.
@@ -27,6 +30,7 @@ MANDIR=${MANDIR:-$PREFIX/share/man}
 PKGCONFIGDIR=${PKGCONFIGDIR:-$LIBDIR/pkgconfig}
 UDEVRULESDIR=${UDEVRULESDIR:-/etc/udev/rules.d}
 SYSTEMDUNITDIR=${SYSTEMDUNITDIR:-$PREFIX/lib/systemd/system}
+FIOENGINEDIR=${FIOENGINEDIR:-$LIBDIR/fio}
 PROFILE=${PROFILE:-release}
 case "$PROFILE" in
   release) OUT=$TOP/target/release ;;
@@ -52,6 +56,7 @@ files() {
   echo "$INCLUDEDIR/libnvmedl.h"
   echo "$PKGCONFIGDIR/libnvmedl.pc"
   for t in "${TOOLS[@]}"; do echo "$BINDIR/$t"; done
+  echo "$FIOENGINEDIR/libfio_directnvm.so"
   echo "$UDEVRULESDIR/99-directnvm.rules"
   for u in "${UNITS[@]}"; do echo "$SYSTEMDUNITDIR/$u"; done
 }
@@ -72,16 +77,20 @@ build() {
   # Man pages from the clap definitions (nvmedl-mangen is a build tool, not installed).
   rm -rf "$MANDIR_BUILD"
   (cd "$TOP" && cargo run --profile "$PROFILE" -q -p nvmedl-tools --features man --bin nvmedl-mangen -- "$MANDIR_BUILD" >/dev/null)
+  # The fio engine (userspace/fio/Makefile), with the static library just built.
+  local fio
+  fio=$(bash "$TOP/scripts/fio-src.sh" --host)
+  make -s -C "$TOP/userspace/fio" FIO_SRC="$fio" NVMEDL_LIB="$OUT/libnvmedl.a" BUILD_DIR="$OUT/fio-engine"
 }
 
 install_all() {
   build
-  for f in "$OUT/libnvmedl.so" "$OUT/libnvmedl.a" "${TOOLS[@]/#/$OUT/}"; do
+  for f in "$OUT/libnvmedl.so" "$OUT/libnvmedl.a" "${TOOLS[@]/#/$OUT/}" "$OUT/fio-engine/libfio_directnvm.so"; do
     [ -f "$f" ] || { echo "install: $f missing (build failed or NO_BUILD=1 without a build)" >&2; exit 1; }
   done
   [ -n "$(man_pages)" ] || { echo "install: no man pages in $MANDIR_BUILD" >&2; exit 1; }
   local d=$DESTDIR
-  install -d "$d$BINDIR" "$d$LIBDIR" "$d$INCLUDEDIR" "$d$PKGCONFIGDIR" "$d$MANDIR/man1" "$d$UDEVRULESDIR"
+  install -d "$d$BINDIR" "$d$LIBDIR" "$d$INCLUDEDIR" "$d$PKGCONFIGDIR" "$d$MANDIR/man1" "$d$UDEVRULESDIR" "$d$FIOENGINEDIR"
   install -m 0755 "$OUT/libnvmedl.so" "$d$LIBDIR/libnvmedl.so.$VERSION"
   ln -sfn "libnvmedl.so.$VERSION" "$d$LIBDIR/libnvmedl.so.$MAJOR"
   ln -sfn "libnvmedl.so.$MAJOR" "$d$LIBDIR/libnvmedl.so"
@@ -91,10 +100,11 @@ install_all() {
     "$TOP/userspace/libnvmedl/libnvmedl.pc.in" > "$d$PKGCONFIGDIR/libnvmedl.pc"
   chmod 0644 "$d$PKGCONFIGDIR/libnvmedl.pc"
   for t in "${TOOLS[@]}"; do install -m 0755 "$OUT/$t" "$d$BINDIR/$t"; done
+  install -m 0755 "$OUT/fio-engine/libfio_directnvm.so" "$d$FIOENGINEDIR/libfio_directnvm.so"
   for m in $(man_pages); do install -m 0644 "$MANDIR_BUILD/$m" "$d$MANDIR/man1/$m"; done
   install -m 0644 "$TOP/docs/petalinux/99-directnvm.rules" "$d$UDEVRULESDIR/99-directnvm.rules"
   render_units "$d$SYSTEMDUNITDIR" "$BINDIR"
-  echo "install: libnvmedl $VERSION, ${TOOLS[*]}, $(man_pages | wc -l) man pages, udev rule, ${UNITS[*]} -> ${d:-/}${d:+ }(PREFIX $PREFIX)"
+  echo "install: libnvmedl $VERSION, ${TOOLS[*]}, $(man_pages | wc -l) man pages, fio engine, udev rule, ${UNITS[*]} -> ${d:-/}${d:+ }(PREFIX $PREFIX)"
   if [ -z "$d" ] && command -v ldconfig >/dev/null && [ "$(id -u)" = 0 ]; then ldconfig; fi
 }
 

@@ -84,6 +84,21 @@ set +e; "$DEST$PREFIX/bin/nvmedl" --device "$WORK/none" info >/dev/null 2>"$WORK
 [ "$rc" = 1 ] && grep -q "$WORK/none" "$WORK/err" && ok "nvmedl without a device exits 1 and names the device" ||
   bad "nvmedl without a device: rc $rc" "$WORK/err"
 
+# The fio engine: exports only `ioengine`, and this machine's fio (the version it was built
+# against, scripts/fio-src.sh --host) loads the installed file and runs its setup: the layout
+# check passes, and with no engine on this machine the job is refused with the engine's message.
+eng=$DEST$PREFIX/lib/fio/libfio_directnvm.so
+[ "$(nm -D --defined-only "$eng" 2>/dev/null | awk '{print $3}')" = ioengine ] &&
+  ok "fio engine installed in \$LIBDIR/fio, exports only ioengine" || bad "fio engine $eng (exports: $(nm -D --defined-only "$eng" 2>&1 | head -3))"
+set +e; fio --name=probe --ioengine=external:"$eng" --thread=1 --rw=randread --bs=4k --size=1m --core=0 >"$WORK/fio.log" 2>&1; rc=$?; set -e
+[ "$rc" != 0 ] && grep -q "directnvm: job 'probe': cannot open the engine" "$WORK/fio.log" &&
+  ok "fio $(fio --version) loads the installed engine; with no engine here its setup refuses the job by name" ||
+  bad "fio with the installed engine: rc $rc" "$WORK/fio.log"
+# nvmedl doctor on a machine without the engine: a diagnosis, not a crash.
+set +e; "$DEST$PREFIX/bin/nvmedl" doctor >"$WORK/doctor.log" 2>&1; rc=$?; set -e
+[ "$rc" = 1 ] && grep -q "^FAIL modules *not loaded: directnvm, hdu" "$WORK/doctor.log" && grep -q "fix: modprobe directnvm hdu" "$WORK/doctor.log" &&
+  ok "nvmedl doctor here: exit 1, modules not loaded, fix modprobe" || bad "nvmedl doctor: rc $rc" "$WORK/doctor.log"
+
 pages=$(ls "$DEST$PREFIX/share/man/man1")
 echo "# man pages: $(echo $pages)"
 if grep -q '^\.TH nvmedl-bench 1' "$DEST$PREFIX/share/man/man1/nvmedl-bench.1" &&

@@ -4,7 +4,7 @@
 cargo-update-recipe-crates class): one crate:// SRC_URI entry and one sha256sum per
 crates.io package, so the recipe's build is offline and pinned.
 
-  scripts/yocto-crates.py          write docs/petalinux/meta-directnvm/recipes-support/libnvmedl/libnvmedl-crates.inc
+  scripts/yocto-crates.py          write meta-directnvm/recipes-support/libnvmedl/libnvmedl-crates.inc
   scripts/yocto-crates.py --check  exit 1 if that file does not match Cargo.lock
 """
 import os
@@ -12,7 +12,7 @@ import sys
 import tomllib
 
 TOP = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-OUT = os.path.join(TOP, "docs/petalinux/meta-directnvm/recipes-support/libnvmedl/libnvmedl-crates.inc")
+OUT = os.path.join(TOP, "meta-directnvm/recipes-support/libnvmedl/libnvmedl-crates.inc")
 REGISTRY = "registry+https://github.com/rust-lang/crates.io-index"
 
 

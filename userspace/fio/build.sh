@@ -19,16 +19,7 @@ CC=aarch64-linux-gnu-gcc
 if [ ! -f "$FIO/config-host.h" ] || ! grep -q "'--cc=$CC'" "$FIO/config-host.h"; then
   (cd "$FIO" && ./configure --cc=$CC --disable-native --prefix=/usr >/dev/null)
 fi
-SRC=$TOP/userspace/fio
-OBJ=$(mktemp -d)
-trap 'rm -rf "$OBJ"' EXIT
-CFLAGS=(-O2 -g -fPIC -std=gnu99 -Wall -Wno-unused-parameter -D_GNU_SOURCE -D_LARGEFILE_SOURCE -D_FILE_OFFSET_BITS=64
-  -DBITS_PER_LONG=64 -include "$FIO/config-host.h" -I"$FIO" -I"$TOP/userspace/libnvmedl/include")
-for c in engine setup options; do
-  $CC "${CFLAGS[@]}" -c -o "$OBJ/$c.o" "$SRC/$c.c"
-done
-# -z nodelete: fio dlcloses engines while threads may still unwind (SPDK's plugin does the
-# same); libgcc_s: the Rust runtime's unwinder (libnvmedl catches panics at its C ABI).
-$CC -shared -Wl,-z,nodelete -Wl,--version-script="$SRC/exports.map" -o "$OUT/libfio_directnvm.so" \
-  "$OBJ"/engine.o "$OBJ"/setup.o "$OBJ"/options.o "$LIB" -lgcc_s -lpthread -ldl -lm -lc
+# userspace/fio/Makefile builds it (the Yocto layer's fio bbappend uses the same Makefile).
+make -s -C "$TOP/userspace/fio" CC=$CC FIO_SRC="$FIO" NVMEDL_LIB="$LIB" BUILD_DIR="$OUT/fio-engine" >&2
+cp "$OUT/fio-engine/libfio_directnvm.so" "$OUT/libfio_directnvm.so"
 echo "$OUT/libfio_directnvm.so"

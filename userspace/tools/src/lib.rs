@@ -13,6 +13,7 @@ pub mod bench_qos;
 pub mod bench_report;
 pub mod bench_run;
 mod bench_summary;
+pub mod doctor;
 pub mod nvmedl_cli;
 pub mod progress;
 pub mod qos;

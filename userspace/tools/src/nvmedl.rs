@@ -20,6 +20,7 @@ use clap::Parser;
 use directnvm_abi::*;
 use nvmedl::{Device, Error, Handle};
 use nvmedl_tools::advise_report::AdviceJson;
+use nvmedl_tools::doctor;
 use nvmedl_tools::nvmedl_cli::{Class, Command, NvmedlCli, ResetTarget};
 use nvmedl_tools::progress::Progress;
 use nvmedl_tools::qos::advisor::{self, AdviceInput};
@@ -256,6 +257,10 @@ fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
     if let Command::Advise { service_us, rate, classes, fraction, max_depth, json } = &cli.command {
         return advise(*service_us, *rate, classes, *fraction, *max_depth, *json);
     }
+    // The doctor looks at the board before any device can be opened.
+    if let Command::Doctor { json } = cli.command {
+        return Ok(doctor(&cli.device, json));
+    }
     let dev = match Device::open_path(&cli.device) {
         Ok(d) => d,
         Err(e) => {
@@ -264,7 +269,7 @@ fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
         }
     };
     match cli.command {
-        Command::Advise { .. } => {}
+        Command::Advise { .. } | Command::Doctor { .. } => {}
         Command::Info { json: false } => info(&dev)?,
         Command::Info { json: true } => info_json(&dev)?,
         Command::Layout => layout(&dev)?,
@@ -316,6 +321,28 @@ fn run(cli: NvmedlCli) -> Result<ExitCode, Error> {
         }
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// `nvmedl doctor`: the findings, exit status 1 if any check failed.
+fn doctor(device: &str, json: bool) -> ExitCode {
+    let board = doctor::Board::new(std::path::PathBuf::from("/"), device);
+    let findings = doctor::diagnose(&board);
+    if json {
+        match serde_json::to_string_pretty(&findings) {
+            Ok(s) => println!("{s}"),
+            Err(e) => {
+                eprintln!("nvmedl: {e}");
+                return ExitCode::from(EXIT_FAILURE);
+            }
+        }
+    } else {
+        print!("{}", doctor::render(&findings));
+    }
+    if doctor::healthy(&findings) {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(EXIT_FAILURE)
+    }
 }
 
 fn core_u32(core: u64) -> Result<u32, Error> {

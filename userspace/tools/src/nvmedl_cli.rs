@@ -29,6 +29,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check the board for libnvmedl: device tree and carve-out, modules, drivers, device nodes and access, HDU revision, controller, cores in use; says how to fix each problem (exit status 1 if any). Reads only: no module is loaded, no core claimed.
+    Doctor {
+        /// Print the findings as one JSON array instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// The carve-out layout: every region's kind, core, mmap offset, physical address, size, caching.
     Layout,
     /// The controller's identify data (model, serial, firmware, NVMe version, arbitration).
@@ -167,6 +173,8 @@ mod tests {
     fn the_command_lines_the_guest_suite_and_demo_use() {
         assert_eq!(parse(&["info"]).unwrap().command, Command::Info { json: false });
         assert_eq!(parse(&["info", "--json"]).unwrap().command, Command::Info { json: true });
+        assert_eq!(parse(&["doctor"]).unwrap().command, Command::Doctor { json: false });
+        assert_eq!(parse(&["doctor", "--json"]).unwrap().command, Command::Doctor { json: true });
         assert_eq!(parse(&["layout"]).unwrap().command, Command::Layout);
         assert_eq!(parse(&["identify"]).unwrap().command, Command::Identify);
         assert_eq!(

@@ -19,6 +19,7 @@ use crate::sys::open;
 use crate::tap::Tap;
 
 mod debugfs;
+mod doctor;
 mod modules;
 mod reinit;
 
@@ -87,4 +88,5 @@ pub fn run(t: &mut Tap) {
     modules::kunit_cases(t);
     modules::privileged_page_cases(t);
     modules::shared_open_cases(t);
+    doctor::doctor_cases(t);
 }
