@@ -41,8 +41,9 @@ fn doctor(as_user: Option<&[u32]>) -> Result<(i32, Vec<Finding>), String> {
         }
     }
     let out = cmd.output().map_err(|e| format!("nvmedl doctor: {e}"))?;
-    let v: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| format!("nvmedl doctor --json: {e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)))?;
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).map_err(|e| {
+        format!("nvmedl doctor --json: {e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr))
+    })?;
     let field = |f: &serde_json::Value, k: &str| f.get(k).and_then(|x| x.as_str()).unwrap_or_default().to_string();
     let findings = v
         .as_array()

@@ -76,7 +76,11 @@ fn device_tree(b: &Board, out: &mut Vec<Finding>) -> Option<usize> {
     }
     let hdus = b.dt_nodes(HDU_COMPAT).len();
     if hdus == 0 {
-        out.push(fail("device-tree", format!("{} present, no {HDU_COMPAT} node", node_name(engine)), "add the HDU nodes (dts/zcu106-directnvm-pl.dtsi)"));
+        out.push(fail(
+            "device-tree",
+            format!("{} present, no {HDU_COMPAT} node", node_name(engine)),
+            "add the HDU nodes (dts/zcu106-directnvm-pl.dtsi)",
+        ));
     } else {
         out.push(ok("device-tree", format!("{} and {hdus} HDU node(s)", node_name(engine))));
     }
@@ -86,7 +90,11 @@ fn device_tree(b: &Board, out: &mut Vec<Finding>) -> Option<usize> {
 
 fn carve_out(b: &Board, engine: &Path) -> Finding {
     let Some(ph) = b.prop(engine, "memory-region").and_then(|p| be32(&p, 0)) else {
-        return fail("carve-out", "the engine node has no memory-region", "point memory-region at the no-map carve-out (dts/zcu106-directnvm-carveout.dtsi)");
+        return fail(
+            "carve-out",
+            "the engine node has no memory-region",
+            "point memory-region at the no-map carve-out (dts/zcu106-directnvm-carveout.dtsi)",
+        );
     };
     let Some(region) = b.by_phandle(ph) else {
         return fail(
@@ -96,7 +104,11 @@ fn carve_out(b: &Board, engine: &Path) -> Finding {
         );
     };
     if b.prop(&region, "no-map").is_none() {
-        return fail("carve-out", format!("{} is not no-map", node_name(&region)), "add no-map: the kernel must not use the carve-out as RAM");
+        return fail(
+            "carve-out",
+            format!("{} is not no-map", node_name(&region)),
+            "add no-map: the kernel must not use the carve-out as RAM",
+        );
     }
     let reg = b.prop(&region, "reg").unwrap_or_default();
     // Two address and two size cells, as the board's reserved-memory node declares.
@@ -207,7 +219,11 @@ fn revisions(b: &Board, out: &mut Vec<Finding>) {
     }
     let all: Vec<u32> = seen.iter().map(|(_, r)| r.number()).collect();
     if all.windows(2).any(|w| w[0] != w[1]) {
-        out.push(warn("hdu-revision", format!("mixed revisions {all:?}"), "one bitstream has one revision: check the device tree's HDU nodes"));
+        out.push(warn(
+            "hdu-revision",
+            format!("mixed revisions {all:?}"),
+            "one bitstream has one revision: check the device tree's HDU nodes",
+        ));
     } else if let Some(&n) = all.first() {
         out.push(ok("hdu-revision", format!("revision {n} on {} HDU(s)", all.len())));
     }
