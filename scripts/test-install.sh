@@ -103,8 +103,11 @@ pages=$(ls "$DEST$PREFIX/share/man/man1")
 echo "# man pages: $(echo $pages)"
 if grep -q '^\.TH nvmedl-bench 1' "$DEST$PREFIX/share/man/man1/nvmedl-bench.1" &&
   grep -q 'syscall\\-markers' "$DEST$PREFIX/share/man/man1/nvmedl-bench.1" &&
-  grep -q '^\.TH nvmedl-read 1' "$DEST$PREFIX/share/man/man1/nvmedl-read.1"; then
-  ok "man pages generated from the clap definitions (nvmedl, one per subcommand, nvmedl-bench)"
+  grep -q '^\.TH nvmedl-read 1' "$DEST$PREFIX/share/man/man1/nvmedl-read.1" &&
+  grep -q '^\.TH nvmedl-ublk-serve 1' "$DEST$PREFIX/share/man/man1/nvmedl-ublk-serve.1" &&
+  grep -q '^\.TH nvmedl-doctor 1' "$DEST$PREFIX/share/man/man1/nvmedl-doctor.1" &&
+  [ ! -e "$DEST$PREFIX/share/man/man1/nvmedl-ublk-stop-dev.1" ]; then
+  ok "man pages generated from the clap definitions (nvmedl, nvmedl-bench, nvmedl-ublk, one per subcommand, none for hidden ones)"
 else
   bad "man pages"
 fi

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT OR Apache-2.0
 //! `nvmedl-mangen DIR`: write `nvmedl.1` (with one page per subcommand, `nvmedl-info.1`, ...)
-//! and `nvmedl-bench.1` into DIR from the tools' clap definitions.
+//! `nvmedl-bench.1` and `nvmedl-ublk.1` (one page per subcommand too) into DIR from the tools'
+//! clap definitions.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -14,7 +15,7 @@ fn write_page(dir: &Path, cmd: clap::Command) -> std::io::Result<()> {
     clap_mangen::Man::new(cmd.clone()).render(&mut out)?;
     std::fs::write(&path, out)?;
     println!("{}", path.display());
-    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help") {
+    for sub in cmd.get_subcommands().filter(|s| s.get_name() != "help" && !s.is_hide_set()) {
         let name = format!("{}-{}", cmd.get_name(), sub.get_name());
         write_page(dir, sub.clone().name(name.clone()).display_name(name))?;
     }
@@ -30,7 +31,10 @@ fn main() -> ExitCode {
         let mut nvmedl = NvmedlCli::command();
         nvmedl.build();
         write_page(&dir, nvmedl)?;
-        write_page(&dir, BenchCli::command())
+        write_page(&dir, BenchCli::command())?;
+        let mut ublk = nvmedl_ublk::cli::Cli::command();
+        ublk.build();
+        write_page(&dir, ublk)
     });
     match result {
         Ok(()) => ExitCode::SUCCESS,

@@ -9,7 +9,6 @@
 //!
 //! Usage and guarantees: `docs/ublk.md`.
 
-mod cli;
 mod error;
 mod export;
 mod geometry;
@@ -19,7 +18,7 @@ mod signals;
 mod stopper;
 
 use clap::Parser;
-use cli::{Cli, Cmd};
+use nvmedl_ublk::cli::{self, Cli, Cmd};
 use error::Result;
 
 fn del(id: i32) -> Result<()> {
