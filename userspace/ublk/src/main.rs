@@ -18,8 +18,8 @@ mod signals;
 mod stopper;
 
 use clap::Parser;
-use nvmedl_ublk::cli::{self, Cli, Cmd};
 use error::Result;
+use nvmedl_ublk::cli::{self, Cli, Cmd};
 
 fn del(id: i32) -> Result<()> {
     if !std::path::Path::new(&format!("/dev/ublkc{id}")).exists() {
