@@ -10,6 +10,9 @@ GUEST_BIN=$TOP/target/aarch64-unknown-linux-gnu/release
 KO_DIR=${KO_DIR:-$TOP}
 OUT=${INITRAMFS_OUT:-$TOP/build/initramfs.cpio.gz}
 ROOT=$(mktemp -d)
+# The root directory as on a board (mktemp makes it 0700): unprivileged programs must reach
+# /bin and /dev (the suite runs nvmedl doctor as an unprivileged user).
+chmod 0755 "$ROOT"
 trap 'rm -rf "$ROOT"' EXIT
 mkdir -p "$ROOT"/{bin,dev,proc,sys,tmp,lib/modules}
 cp "$DIRECTNVM_CACHE/busybox-arm64/bin/busybox" "$ROOT/bin/busybox"

@@ -25,7 +25,7 @@ struct Finding {
 
 /// Run `nvmedl doctor --json`, as root or (uid NOBODY, groups `groups`); exit code + findings.
 fn doctor(as_user: Option<&[u32]>) -> Result<(i32, Vec<Finding>), String> {
-    let mut cmd = Command::new("/usr/bin/nvmedl");
+    let mut cmd = Command::new("/bin/nvmedl");
     cmd.args(["doctor", "--json"]);
     if let Some(groups) = as_user {
         let groups: Vec<libc::gid_t> = groups.to_vec();
